@@ -1270,3 +1270,26 @@ def test_first_replay_check_on_nan_and_infinite_outputs():
     # an infinite value must not widen the tolerance until any answer passes
     assert not _same([np.array([np.inf, 1.0, 50.0])], [big])
     assert not _same([np.array([np.nan, 1.0])], [np.array([0.0, 1.0])])
+
+
+def test_every_fusion_table_builds_against_the_installed_op_records():
+    records = torcia.library.op_records()
+    tables = inductor.fusion_ops()
+    assert tables == inductor._written_fusion_ops()
+    assert all(name in records for table in tables for name in table)
+
+
+@pytest.mark.parametrize("field", ["unary", "binary", "compare", "reduce",
+                                   "activation_backward"])
+def test_a_stale_op_name_in_a_fusion_table_is_refused_naming_the_table(monkeypatch, field):
+    written = inductor._written_fusion_ops()
+    getattr(written, field)["no_such_op"] = "x"
+    monkeypatch.setattr(inductor, "_written_fusion_ops", lambda: written)
+    inductor.fusion_ops.cache_clear()
+    try:
+        with pytest.raises(KeyError, match=f"torcia.compiler.inductor.fusion_ops\\(\\).{field}: "
+                                           "no op named 'no_such_op'"):
+            inductor.fusion_ops()
+    finally:
+        monkeypatch.undo()
+        inductor.fusion_ops.cache_clear()

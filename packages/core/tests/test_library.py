@@ -375,3 +375,23 @@ def test_the_autograd_protocol_declares_what_registration_requires():
         setattr(Partial, name, lambda self, *a, **k: None)
     with pytest.raises(TypeError, match="must implement retain_grad"):
         library.register_autograd_mode(Partial())
+
+
+def test_op_table_resolves_its_names_to_the_records():
+    table = library.op_table("my table", {"mul": 1, "exp": 2})
+    assert table == {"mul": 1, "exp": 2}
+    assert all(name in library.op_records() for name in table)
+
+
+def test_op_table_refuses_a_name_no_op_has_naming_the_table_and_the_name():
+    with pytest.raises(KeyError, match="my table: no op named 'mull'; similar: .*mul"):
+        library.op_table("my table", {"mul": 1, "mull": 2})
+
+
+def test_op_table_leaves_out_an_optional_op_only_while_no_plugin_defines_it(monkeypatch):
+    assert library.op_table("my table", {"exp": 1, "plugin_op": 2},
+                            optional=["plugin_op"]) == {"exp": 1}
+    monkeypatch.setattr(ops, "MY_GROUP", ("plugin_op",), raising=False)
+    monkeypatch.setattr(_oprecords._records, "builtin", None)
+    assert library.op_table("my table", {"exp": 1, "plugin_op": 2},
+                            optional=["plugin_op"]) == {"exp": 1, "plugin_op": 2}

@@ -759,3 +759,22 @@ _AMOUNTS = torcia.tensor([[1, 7, 8, -1], [0, 9, 100, 3], [6, 2, -100, 5]], dtype
 @pytest.mark.parametrize("dims", [(0, 0), (1, 1), (0, None), (None, 0)])
 def test_integer_kernels_map_as_tensor_ops(f, dims):
     check(f, _INTS, _AMOUNTS, in_dims=dims)
+
+
+def test_every_rule_table_builds_against_the_installed_op_records():
+    records = torcia.library.op_records()
+    assert _vmap._build() == dict(_vmap.RULES.items())
+    assert all(name in records for name in _vmap.RULES)
+    assert all(name in records for name in (*_vmap._KEYED, *_vmap._INT_DIM))
+
+
+@pytest.mark.parametrize("table", ["_ELEMENTWISE_OPS", "_DIM_OPS", "_VIEW_OPS",
+                                   "_TRAILING_OPS", "_KEYED", "_INT_DIM"])
+def test_a_stale_op_name_in_a_rule_table_is_refused_naming_the_table(monkeypatch, table):
+    written = getattr(_vmap, table)
+    stale = ({**written, "no_such_op": "key"} if isinstance(written, dict)
+             else type(written)((*written, "no_such_op")))
+    monkeypatch.setattr(_vmap, table, stale)
+    name = table if table in ("_KEYED", "_INT_DIM") else "RULES"
+    with pytest.raises(KeyError, match=f"torcia.nn._vmap.{name}: no op named 'no_such_op'"):
+        _vmap._build()

@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from torcia import _autograd_mode, _meta, _opdef, ops
 from torcia import backend as _backend
@@ -31,6 +32,8 @@ from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.backend import FALLBACK_PROVIDER, get_backend
 from torcia.plugins import Registry
+
+_V = TypeVar("_V")
 
 # ---------------------------------------------------------------------------------------
 # op records
@@ -428,8 +431,47 @@ def get_op(name: str) -> OpDef:
     try:
         return records[name]
     except KeyError:
-        close = sorted(n for n in records if n.startswith(name[:3]))[:8]
-        raise KeyError(f"no op named {name!r}; similar: {', '.join(close) or 'none'}") from None
+        raise KeyError(_no_op(name, records)) from None
+
+
+def _no_op(name: str, records: dict) -> str:
+    close = sorted(n for n in records if n.startswith(name[:3]))[:8]
+    return f"no op named {name!r}; similar: {', '.join(close) or 'none'}"
+
+
+def op_table(table: str, entries: Mapping[str, _V], *,
+             optional: Iterable[str] = ()) -> dict[str, _V]:
+    """The table ``entries`` (op name -> what a part keeps for the op: a batching rule, a
+    C++ expression, an ONNX converter) with each name resolved to its op record: how a
+    part builds a table of its own keyed by the ops, at the moment it builds it. A name
+    no record has (a misspelt op, or one renamed or removed since the table was written)
+    is a KeyError naming ``table`` and the op, rather than an entry nothing ever reads.
+
+    ``optional`` names the ops of the table that a plugin defines (torcia-ao's quantized
+    ops in the ONNX exporter's converters): each is left out while no installed plugin
+    defines it.
+
+    Examples
+    --------
+    >>> from torcia import library
+    >>> library.op_table("my rules", {"exp": "e^x", "quantize_per_tensor": "q"},
+    ...                  optional=["quantize_per_tensor"])["exp"]
+    'e^x'
+    >>> library.op_table("my rules", {"expo": "e^x"})
+    Traceback (most recent call last):
+    ...
+    KeyError: "my rules: no op named 'expo'; similar: exp, exp2, expand, expm1"
+    """
+    records = op_records()
+    optional = frozenset(optional)
+    resolved = {}
+    for name, value in entries.items():
+        record = records.get(name)
+        if record is not None:
+            resolved[record.name] = value
+        elif name not in optional:
+            raise KeyError(f"{table}: {_no_op(name, records)}")
+    return resolved
 
 
 def _derivatives_for(mode) -> None:

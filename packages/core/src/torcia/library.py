@@ -12,7 +12,9 @@ What is here:
   docstring. The built-in records are *derived* from the op lists of :mod:`torcia.ops`,
   the NumPy reference kernels and the derivative table of the autograd engine, so an op
   added the old way (a name in ``ops.py``, a kernel, a derivative row) is a record at
-  once.
+  once. A part's own table of ops (vmap's batching rules, the compiler's fusible ops,
+  the ONNX converters) is built with :func:`op_table`, which resolves its names to the
+  records and refuses a name that is no op.
 - **Primitives and composites** (:func:`primitives`, :attr:`OpDef.decomposition`): a
   device backend owes the primitives only; composites run through their decomposition
   where it has no kernel of its own.
@@ -91,6 +93,7 @@ from torcia._oprecords import (
     get_op,
     host_fallback,
     op_records,
+    op_table,
     plugin_ops,
     primitives,
 )
@@ -146,7 +149,7 @@ __all__ = [
     "dtype_by_name", "dtype_from_numpy",
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "lent", "ntuple",
-    "op_records",
+    "op_records", "op_table",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
     "check_async", "share_memory", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",

@@ -34,9 +34,7 @@ JVP: dict = {}
 
 # rows whose backward reads no value but whose op is not linear: the Jacobian is zero
 # (steps, rounding), so applying the op to a tangent would be wrong
-PIECEWISE_CONSTANT = frozenset({
-    "sign", "floor", "ceil", "round", "trunc", "frac", "fix", "heaviside", "sgn",
-})
+PIECEWISE_CONSTANT = frozenset({"sign", "floor", "ceil", "round", "trunc", "frac"})
 # rows the engine records itself (no kernel to call on tangents)
 _ENGINE_OPS = frozenset({"copy_slices", "to_device"})
 

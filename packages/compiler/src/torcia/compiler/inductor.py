@@ -21,37 +21,81 @@ pooling and cross-entropy stay the device's own kernels there.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from torcia.compiler.graph import Graph, Node
-from torcia.library import op_records
+from torcia.library import op_records, op_table
 
-#: elementwise ops fusion knows: C++ expressions over ``a`` (and ``b``)
-UNARY = {
-    "neg": "(-{a})", "exp": "std::exp({a})", "log": "std::log({a})", "sqrt": "std::sqrt({a})",
-    "rsqrt": "(T(1) / std::sqrt({a}))", "tanh": "std::tanh({a})", "sin": "std::sin({a})",
-    "cos": "std::cos({a})", "abs": "std::abs({a})", "reciprocal": "(T(1) / {a})",
-    # relu: a NaN stays NaN, as in eager (``a > 0 ? a : 0`` would make it 0)
-    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "(!({a} <= T(0)) ? {a} : T(0))",
-    "square": "({a} * {a})", "exp2": "std::exp2({a})", "log1p": "std::log1p({a})",
-    "expm1": "std::expm1({a})", "erf": "std::erf({a})", "sign": "T(({a} > T(0)) - ({a} < T(0)))",
-}
-BINARY = {
-    "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
-    "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
-    "pow": "std::pow({a}, {b})",
-}
-#: first derivatives of activations fusion writes, ``activation_backward(g, y,
-#: activation=...)``: C++ over the gradient ``a`` and the saved tensor ``b`` (relu's output:
-#: zero where it is <= 0, NaN passing the gradient, as PyTorch's threshold_backward)
-ACTIVATION_BACKWARD = {"relu": "({b} <= T(0) ? T(0) : {a})"}
+
+class FusionOps(NamedTuple):
+    """The ops fusion writes, by op: C++ expressions over ``a`` (and ``b``)."""
+
+    unary: dict
+    binary: dict
+    #: comparisons, by their C++ operator (their bool is a mask of a backward)
+    compare: dict
+    #: reductions: (accumulator's initial value, how it takes an element)
+    reduce: dict
+    #: first derivatives of activations, ``activation_backward(g, y, activation=...)``,
+    #: by activation: C++ over the gradient ``a`` and the saved tensor ``b``
+    activation_backward: dict
+
+
+@functools.cache
+def fusion_ops() -> FusionOps:
+    """The tables of :class:`FusionOps`, built at the first fusion with each op name resolved
+    to its record (``library.op_table``): a name that is no op is an error naming its table,
+    rather than an op that silently never fuses.
+
+    Examples
+    --------
+    >>> from torcia.compiler import inductor
+    >>> inductor.fusion_ops().binary["mul"]
+    '({a} * {b})'
+    """
+    written = _written_fusion_ops()
+    return FusionOps(*(op_table(f"torcia.compiler.inductor.fusion_ops().{field}", table)
+                       for field, table in zip(written._fields, written)))
+
+
+def _written_fusion_ops() -> FusionOps:
+    unary = {
+        "neg": "(-{a})", "exp": "std::exp({a})", "log": "std::log({a})",
+        "sqrt": "std::sqrt({a})", "rsqrt": "(T(1) / std::sqrt({a}))",
+        "tanh": "std::tanh({a})", "sin": "std::sin({a})", "cos": "std::cos({a})",
+        "abs": "std::abs({a})", "reciprocal": "(T(1) / {a})",
+        # relu: a NaN stays NaN, as in eager (``a > 0 ? a : 0`` would make it 0)
+        "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "(!({a} <= T(0)) ? {a} : T(0))",
+        "square": "({a} * {a})", "exp2": "std::exp2({a})", "log1p": "std::log1p({a})",
+        "expm1": "std::expm1({a})", "erf": "std::erf({a})",
+        "sign": "T(({a} > T(0)) - ({a} < T(0)))",
+    }
+    binary = {
+        "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
+        "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
+        "pow": "std::pow({a}, {b})",
+    }
+    compare = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+    reduce = {
+        "sum": ("0", "acc + {x}"), "mean": ("0", "acc + {x}"),
+        "amax": ("-INFINITY", "(({x}) > acc || ({x}) != ({x})) ? ({x}) : acc"),
+        "amin": ("INFINITY", "(({x}) < acc || ({x}) != ({x})) ? ({x}) : acc"),
+    }
+    # relu's output: zero where it is <= 0, NaN passing the gradient, as PyTorch's
+    # threshold_backward
+    activation_backward = {"relu": "({b} <= T(0) ? T(0) : {a})"}
+    return FusionOps(unary, binary, compare, reduce, activation_backward)
+
+
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno"]
@@ -236,7 +280,6 @@ def eliminate_dead_code(graph: Graph) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
 _BOOL = np.dtype(bool)
 
 
@@ -247,7 +290,7 @@ def _scalar_const(c) -> bool:
         hasattr(c, "ndim") and c.ndim == 0 and c.dtype.kind in "fiu")
 
 
-def _fusible(graph: Graph, node: Node) -> bool:
+def _fusible(graph: Graph, node: Node, known: FusionOps) -> bool:
     """Whether ``node`` is an elementwise op fusion can write: float inputs of its output's
     shape (0-d ones broadcast), Python or 0-d constants; comparisons (to bool) and casts
     (bool or float to float) join as the masks of a backward, and relu's fused backward
@@ -262,14 +305,14 @@ def _fusible(graph: Graph, node: Node) -> bool:
         return (len(values) == 1 and dtype in _FLOATS
                 and graph.meta[values[0][1]][1] in (*_FLOATS, _BOOL)
                 and graph.meta[values[0][1]][0] == shape)
-    backward = _activation_backward(node)
+    backward = _activation_backward(node, known)
     if node.kind != "call" or (node.params and backward is None):
         return False
-    if node.op in COMPARE:
+    if node.op in known.compare:
         n_args, want = 2, _BOOL
-    elif node.op in UNARY:
+    elif node.op in known.unary:
         n_args, want = 1, None
-    elif node.op in BINARY or backward is not None:
+    elif node.op in known.binary or backward is not None:
         n_args, want = 2, None
     else:
         return False
@@ -291,13 +334,13 @@ def _fusible(graph: Graph, node: Node) -> bool:
     return operand_dtype is not None
 
 
-def _activation_backward(node: Node):
+def _activation_backward(node: Node, known: FusionOps):
     """The activation of an ``activation_backward`` node fusion can write, or None."""
     if node.kind != "call" or node.op != "activation_backward" \
             or set(node.params) != {"activation"}:
         return None
     kind, name = node.params["activation"]
-    return name if kind == "c" and name in ACTIVATION_BACKWARD else None
+    return name if kind == "c" and name in known.activation_backward else None
 
 
 def _broadcasts(vshape, shape) -> bool:
@@ -307,19 +350,12 @@ def _broadcasts(vshape, shape) -> bool:
     return all(v in (s, 1) for v, s in zip(vshape[::-1], shape[::-1]))
 
 
-REDUCE = {  # op -> (accumulator's initial value, how it takes an element)
-    "sum": ("0", "acc + {x}"), "mean": ("0", "acc + {x}"),
-    "amax": ("-INFINITY", "(({x}) > acc || ({x}) != ({x})) ? ({x}) : acc"),
-    "amin": ("INFINITY", "(({x}) < acc || ({x}) != ({x})) ? ({x}) : acc"),
-}
-
-
-def _reduction(graph: Graph, node: Node):
+def _reduction(graph: Graph, node: Node, known: FusionOps):
     """``(R, K, rows)`` where ``node`` is a sum, mean, amax or amin of a float array fusion
     can write: it reduces R elements into each of K outputs, over the trailing dims
     (``rows``: the elements of one output are adjacent) or the leading dims; None
     otherwise."""
-    if node.kind != "call" or node.op not in REDUCE or len(node.args) != 1 \
+    if node.kind != "call" or node.op not in known.reduce or len(node.args) != 1 \
             or node.args[0][0] != "v" or len(node.outs) != 1:
         return None
     if set(node.params) - {"dim", "keepdim", "dtype"} or \
@@ -356,6 +392,7 @@ def fuse(graph: Graph, reductions: bool = True, xp=None) -> None:
     """Merge chains of fusible elementwise nodes into ``"fused"`` nodes: C++ loops, or
     with ``xp`` (a device's array module) its ``ElementwiseKernel``s; ``reductions``:
     a sum, mean, amax or amin a chain feeds joins it (C++ only)."""
+    known = fusion_ops()
     users: dict[int, int] = {}
     for node in graph.nodes:
         for v in set(node.value_args()):  # consumers, not reads: a * a is one consumer
@@ -371,7 +408,7 @@ def fuse(graph: Graph, reductions: bool = True, xp=None) -> None:
             # ran: a later reader must read the written array, not recompute the chain
             producer.pop(node.args[0][1], None)
             continue
-        if reductions and _reduction(graph, node) is not None:
+        if reductions and _reduction(graph, node, known) is not None:
             # a reduction ends the chain that computes its input; where something else
             # reads that input too, the kernel writes it as well (a second output)
             v = node.args[0][1]
@@ -382,7 +419,7 @@ def fuse(graph: Graph, reductions: bool = True, xp=None) -> None:
                 if users.get(v) != 1 or v in outputs:
                     keeps.add(id(node))
             continue
-        if not _fusible(graph, node):
+        if not _fusible(graph, node, known):
             continue
         group = []
         for r in node.args:
@@ -434,7 +471,7 @@ def _index(vshape, shape) -> str:
     return " + ".join(terms[::-1]) or "0"
 
 
-def _chain(graph: Graph, group: list, operand) -> tuple[list, list]:
+def _chain(graph: Graph, group: list, operand, known: FusionOps) -> tuple[list, list]:
     """``(inputs, lines)``: the value ids a fused chain reads and its C++ statements, one
     ``const T tN = ...;`` per node; ``operand(k, vid)`` spells input ``k``'s element."""
     inside = {n.outs[0] for n in group}
@@ -458,13 +495,13 @@ def _chain(graph: Graph, group: list, operand) -> tuple[list, list]:
             mask = graph.meta[n.args[0][1]][1] == _BOOL if n.args[0][0] == "v" else False
             expr = f"({operands[0]} ? T(1) : T(0))" if mask else f"T({operands[0]})"
             ctype = "T"
-        elif n.op in COMPARE:
-            expr, ctype = f"({operands[0]} {COMPARE[n.op]} {operands[1]})", "bool"
-        elif _activation_backward(n) is not None:
-            template = ACTIVATION_BACKWARD[_activation_backward(n)]
+        elif n.op in known.compare:
+            expr, ctype = f"({operands[0]} {known.compare[n.op]} {operands[1]})", "bool"
+        elif _activation_backward(n, known) is not None:
+            template = known.activation_backward[_activation_backward(n, known)]
             expr, ctype = template.format(a=operands[0], b=operands[1]), "T"
         else:
-            table = UNARY if n.op in UNARY else BINARY
+            table = known.unary if n.op in known.unary else known.binary
             expr, ctype = table[n.op].format(a=operands[0], b=operands[-1]), "T"
         lines.append(f"        const {ctype} t{n.outs[0]} = {expr};  // {n.op}")
     return inputs, lines
@@ -472,7 +509,8 @@ def _chain(graph: Graph, group: list, operand) -> tuple[list, list]:
 
 def _fused_node(graph: Graph, group: list, keep: bool = False, xp=None) -> Node:
     out = group[-1].outs[0]
-    reduce = _reduction(graph, group[-1]) if xp is None else None
+    known = fusion_ops()
+    reduce = _reduction(graph, group[-1], known) if xp is None else None
     if reduce is not None:
         shape, dtype = graph.meta[group[-1].args[0][1]]  # the elements the chain makes
         reducer, group = group[-1], group[:-1]
@@ -480,7 +518,7 @@ def _fused_node(graph: Graph, group: list, keep: bool = False, xp=None) -> Node:
         shape, dtype = graph.meta[out]
     ops = "+".join(n.op for n in group)
     if xp is not None:  # the device broadcasts the operands itself
-        inputs, lines = _chain(graph, group, lambda k, vid: f"x{k}")
+        inputs, lines = _chain(graph, group, lambda k, vid: f"x{k}", known)
         fn = DeviceFusedKernel(xp, lines, out, [graph.meta[v][0] for v in inputs], shape,
                                dtype, ops)
         from torcia.compiler import log
@@ -492,7 +530,7 @@ def _fused_node(graph: Graph, group: list, keep: bool = False, xp=None) -> Node:
         vshape = graph.meta[vid][0]
         return f"x{k}[i]" if vshape == shape else f"x{k}[{_index(vshape, shape)}]"
 
-    inputs, lines = _chain(graph, group, operand)
+    inputs, lines = _chain(graph, group, operand, known)
     ctype = _CTYPE[dtype]
     params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
     if reduce is not None:
@@ -500,7 +538,8 @@ def _fused_node(graph: Graph, group: list, keep: bool = False, xp=None) -> Node:
         ops += f"->{reducer.op}" + ("+out" if keep else "")
         if keep:
             params += "T* __restrict kept, "
-        source = _reduction_source(ctype, params, lines, last, reducer.op, *reduce, keep)
+        source = _reduction_source(ctype, params, lines, last, reducer.op,
+                                   known.reduce[reducer.op], *reduce, keep)
         fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], graph.meta[out][0],
                          dtype, ops, kept_shape=shape if keep else None)
         from torcia.compiler import log
@@ -531,12 +570,14 @@ def _fused_node(graph: Graph, group: list, keep: bool = False, xp=None) -> Node:
     return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=source)
 
 
-def _reduction_source(ctype, params, lines, last, op, size_r, size_k, rows, keep) -> str:
+def _reduction_source(ctype, params, lines, last, op, accumulate, size_r, size_k, rows,
+                      keep) -> str:
     """A fused chain feeding a reduction: over rows, one accumulator per output (float
     sums in double, as the chain's last value is summed R times); over columns, the
-    outputs accumulate a row at a time, each row vectorised. ``keep``: the chain's values
-    are written to ``kept`` too."""
-    init, take = REDUCE[op]
+    outputs accumulate a row at a time, each row vectorised. ``accumulate``: the
+    reduction's accumulator (its initial value, how it takes an element); ``keep``: the
+    chain's values are written to ``kept`` too."""
+    init, take = accumulate
     if keep:
         lines = [*lines, f"        kept[i] = t{last};"]
     finish = f" / T({size_r})" if op == "mean" else ""
@@ -739,7 +780,7 @@ def _rows_summed(graph: Graph, users: dict, vid: int, shape: tuple):
                 todo.append(node.outs[0])
             elif node.op == "sum" and len(node.args) == 1 \
                     and graph.meta[v] == (shape, graph.meta[vid][1]) \
-                    and _reduction(graph, node) == (shape[0], shape[1], False) \
+                    and _reduction(graph, node, fusion_ops()) == (shape[0], shape[1], False) \
                     and graph.meta[node.outs[0]] == ((shape[1],), graph.meta[vid][1]):
                 found.append(node)
     return found[0] if len(found) == 1 else None

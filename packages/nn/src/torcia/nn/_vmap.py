@@ -1205,7 +1205,8 @@ _TRAILING_OPS = ("tril", "triu")
 
 def _build() -> dict:
     """op -> (kind, rule): the generic rules for the ops whose record's group says how
-    they treat dims, then the hand-written ones."""
+    they treat dims, then the hand-written ones, each op name resolved to its record
+    (``library.op_table``: a name that is no op is an error naming it)."""
     table = {}
     records = library.op_records()
     for name, record in records.items():
@@ -1252,7 +1253,11 @@ def _build() -> dict:
         "flash_attention": ("nn", _flash_attention),
         "flash_attention_backward": ("nn", _flash_attention),
     })
-    return {k: v for k, v in table.items() if k in records}
+    # the op tables dispatch reads beside the rules, resolved with them: a stale name in
+    # any of the three is an error at the first vmap, not an op that silently loses its rule
+    library.op_table("torcia.nn._vmap._KEYED", _KEYED)
+    library.op_table("torcia.nn._vmap._INT_DIM", dict.fromkeys(_INT_DIM))
+    return library.op_table("torcia.nn._vmap.RULES", table)
 
 
 class _Rules(dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
@@ -11,7 +12,7 @@ import onnx
 import torcia
 from onnx import helper, numpy_helper
 from torcia import nn
-from torcia.library import TRACE_ORDER, DispatchMode, Tensor
+from torcia.library import TRACE_ORDER, DispatchMode, Tensor, op_table
 from torcia.utils import pytree
 
 _INT_MAX = np.iinfo(np.int64).max
@@ -92,16 +93,42 @@ class Graph:
 # op -> ONNX
 # ---------------------------------------------------------------------------------------
 
+#: op -> its converter, as written (the trace reads :func:`converters`)
 CONVERTERS = {}
+#: the ops of CONVERTERS that a plugin defines, not core: torcia-ao's quantized ops, which
+#: torcia-onnx does not depend on, are ops only while torcia-ao is installed
+_PLUGIN_OPS: set = set()
 
 
-def converts(*ops):
+def converts(*ops, plugin=False):
+    """Register the decorated function as the converter of ``ops`` (``plugin``: ops a
+    plugin defines, see ``_PLUGIN_OPS``)."""
+
     def register(fn):
         for op in ops:
             CONVERTERS[op] = fn
+        if plugin:
+            _PLUGIN_OPS.update(ops)
         return fn
 
     return register
+
+
+@functools.cache
+def converters() -> dict:
+    """CONVERTERS as the trace reads it, built at the first export with each op resolved to
+    its record (``library.op_table``): a converter of a name that is no op (misspelt,
+    renamed, or an op that became a composite the trace sees through) is an error naming
+    it, rather than one no trace reaches; a plugin's op is left out while no installed
+    plugin defines it."""
+    return op_table("torcia.onnx._export.CONVERTERS", CONVERTERS, optional=_PLUGIN_OPS)
+
+
+@functools.cache
+def _creation() -> dict:
+    """The creation ops, baked in as constants where they are used, resolved as
+    :func:`converters`."""
+    return op_table("torcia.onnx._export._CREATION", dict.fromkeys(_CREATION))
 
 
 _UNARY = {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
@@ -576,20 +603,19 @@ def _avg_pool(g, op, args, p, out):
                   count_include_pad=int(p["count_include_pad"]))
 
 
-@converts("adaptive_avg_pool", "adaptive_max_pool")
+@converts("adaptive_max_pool")
 def _adaptive(g, op, args, p, out):
     x = args[0]
     size = list(p["output_size"])
-    kind = "Average" if op == "adaptive_avg_pool" else "Max"
     if all(s == 1 for s in size):
-        y = g.node(f"Global{kind}Pool", [g.value(x)])
+        y = g.node("GlobalMaxPool", [g.value(x)])
     elif all(i % o == 0 for i, o in zip(x.shape[2:], size)):
         k = [i // o for i, o in zip(x.shape[2:], size)]
-        y = g.node(f"{kind}Pool", [g.value(x)], kernel_shape=k, strides=k)
+        y = g.node("MaxPool", [g.value(x)], kernel_shape=k, strides=k)
     else:
         raise UnsupportedOperatorError(f"{op} to {size} from {list(x.shape[2:])} (input "
                                        "sizes must be multiples of the output sizes)")
-    return y if op == "adaptive_avg_pool" else [y, _Unsupported(f"{op}'s indices")]
+    return [y, _Unsupported(f"{op}'s indices")]
 
 
 def _per_channel(g, v, x):
@@ -693,10 +719,10 @@ def _selu(g, op, args, p, out):
     return g.node("Selu", [g.value(args[0])])
 
 
-@converts("hardtanh", "relu6")
+@converts("hardtanh")
 def _hardtanh(g, op, args, p, out):
     x = args[0]
-    lo, hi = (0.0, 6.0) if op == "relu6" else (p.get("min_val", -1.0), p.get("max_val", 1.0))
+    lo, hi = p.get("min_val", -1.0), p.get("max_val", 1.0)
     return g.node("Clip", [g.value(x), g.value(lo, x), g.value(hi, x)])
 
 
@@ -750,12 +776,6 @@ def _gelu(g, op, args, p, out):
     else:
         t = g.node("Erf", [g.node("Div", [xn, g.value(math.sqrt(2.0), x)])])
     return g.node("Mul", [half, g.node("Add", [t, g.value(1.0, x)])])
-
-
-@converts("pixel_shuffle")
-def _pixel_shuffle(g, op, args, p, out):
-    return g.node("DepthToSpace", [g.value(args[0])], blocksize=int(p["upscale_factor"]),
-                  mode="CRD")
 
 
 _CREATION = ("zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye")
@@ -822,7 +842,7 @@ def _requantize(g, y, p):
     return _quantize(g, y, p["out_scale"], p["out_zero_point"])
 
 
-@converts("quantize_per_tensor")
+@converts("quantize_per_tensor", plugin=True)
 def _quantize_per_tensor(g, op, args, p, out):
     dtype = np.int8 if p["dtype"] == "qint8" else np.uint8
     if p["dtype"] not in ("qint8", "quint8"):
@@ -831,7 +851,7 @@ def _quantize_per_tensor(g, op, args, p, out):
                      dtype)
 
 
-@converts("dequantize_per_tensor")
+@converts("dequantize_per_tensor", plugin=True)
 def _dequantize_per_tensor(g, op, args, p, out):
     return _dequantize(g, args[0], p["scale"], p["zero_point"])
 
@@ -855,7 +875,7 @@ def _conv_attrs(p, wq, padding_pairs):
             "kernel_shape": list(wq.shape[2:])}
 
 
-@converts("quantized_conv2d", "quantized_conv")
+@converts("quantized_conv2d", "quantized_conv", plugin=True)
 def _quantized_conv(g, op, args, p, out):
     xq, wq, w_scales, bias = args
     x = _dequantize(g, xq, p["x_scale"], p["x_zero_point"])
@@ -865,13 +885,13 @@ def _quantized_conv(g, op, args, p, out):
     return _requantize(g, y, p)
 
 
-@converts("quantized_max_pool2d")
+@converts("quantized_max_pool2d", plugin=True)
 def _quantized_max_pool2d(g, op, args, p, out):
     # ONNX's MaxPool takes uint8 and int8 (opset 12 on): the integers pooled as they are
     return _max_pool_node(g, args[0], p)
 
 
-@converts("quantized_conv_transpose")
+@converts("quantized_conv_transpose", plugin=True)
 def _quantized_conv_transpose(g, op, args, p, out):
     xq, wq, w_scales, bias = args
     scales = np.asarray(w_scales, np.float32)
@@ -903,13 +923,13 @@ def _byte_rows(g, wq, scales, zero_points, indices):
     return g.node("Mul", [g.node("Sub", [rows, per_row(zero_points)]), per_row(scales)])
 
 
-@converts("embedding_byte")
+@converts("embedding_byte", plugin=True)
 def _embedding_byte(g, op, args, p, out):
     wq, scales, zero_points, indices = args
     return _byte_rows(g, wq, scales, zero_points, g.value(indices))
 
 
-@converts("embedding_bag_byte")
+@converts("embedding_bag_byte", plugin=True)
 def _embedding_bag_byte(g, op, args, p, out):
     wq, scales, zero_points, indices, offsets, weights = args
     if indices.ndim == 2:
@@ -940,7 +960,7 @@ def _embedding_bag_byte(g, op, args, p, out):
     return g.node("MatMul", [g.node("Cast", [inside], to=onnx.TensorProto.FLOAT), rows])
 
 
-@converts("quantized_linear")
+@converts("quantized_linear", plugin=True)
 def _quantized_linear(g, op, args, p, out):
     xq, wq, w_scales, bias = args
     x = _dequantize(g, xq, p["x_scale"], p["x_zero_point"])
@@ -963,7 +983,7 @@ def _qparam(g, value, dtype, per_channel):
     return g.const(value if per_channel else value.reshape(()), base="qparam")
 
 
-@converts("fake_quantize")
+@converts("fake_quantize", plugin=True)
 def _fake_quantize(g, op, args, p, out):
     # what QAT trains through, as the QuantizeLinear -> DequantizeLinear pair it stands for
     x, scale, zero_point = args
@@ -980,7 +1000,7 @@ def _fake_quantize(g, op, args, p, out):
     return g.node("DequantizeLinear", [_clip_range(g, q, qmin, qmax, dtype), *params], **attrs)
 
 
-@converts("quantized_add")
+@converts("quantized_add", plugin=True)
 def _quantized_add(g, op, args, p, out):
     a, b = args
     y = g.node("Add", [_dequantize(g, a, p["a_scale"], p["a_zero_point"]),
@@ -988,7 +1008,7 @@ def _quantized_add(g, op, args, p, out):
     return _requantize(g, y, p)
 
 
-@converts("linear_dynamic", "linear_weight_int8")
+@converts("linear_dynamic", "linear_weight_int8", plugin=True)
 def _linear_int8_weights(g, op, args, p, out):
     # the weights stay int8 in the file; activations are float here (onnxruntime's
     # dynamic quantization would requantize them at run time, in another range)
@@ -998,7 +1018,7 @@ def _linear_int8_weights(g, op, args, p, out):
     return g.node("Add", [y, g.value(bias)]) if bias is not None else y
 
 
-@converts("linear_weight_int4")
+@converts("linear_weight_int4", plugin=True)
 def _linear_weight_int4(g, op, args, p, out):
     # the weights stay two to a byte in the file and are unpacked by the graph (ONNX's
     # own 4-bit types need opset 21); each group of group_size along K has its scale and
@@ -1034,6 +1054,7 @@ class _Trace(DispatchMode):
 
     def __init__(self, graph, names_of_modules):
         self.graph = graph
+        self.converters, self.creation = converters(), _creation()
         self.module_names = names_of_modules
         self.handles = []
         self.thread = threading.get_ident()
@@ -1072,12 +1093,12 @@ class _Trace(DispatchMode):
 
     def _wrap(self, op, fn):
         graph = self.graph
+        creation, convert = op in self.creation, self.converters.get(op)
 
         def kernel(*args, **params):
             out = fn(*args, **params)
-            if op in _CREATION:
+            if creation:
                 return out  # baked in as a constant where it is used
-            convert = CONVERTERS.get(op)
             if convert is None:
                 raise UnsupportedOperatorError(
                     f"ONNX export does not support the op '{op}' (used in module "
