@@ -64,8 +64,9 @@ REDUCE = _ops.names("reduce")
 REDUCE_INDEX = _ops.names("reduce_index")
 SCAN = _ops.names("scan")
 
-# --- shape and movement, declared in torcia._ops.views and .movement; VIEW return views --
-VIEW = _ops.names("view")  # declared in torcia._ops.views, MOVEMENT in .movement
+# --- shape and movement, declared in torcia._ops.views, .movement and .indexing (getitem,
+# the gathers and scatters); VIEW return views ---------------------------------------------
+VIEW = _ops.names("view")  # declared in torcia._ops.views, getitem (last) in .indexing
 MOVEMENT = _ops.names("movement")
 
 # --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------

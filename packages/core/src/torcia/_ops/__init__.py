@@ -85,16 +85,17 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
 ``views``                  the views (``view``, ``permute``, ``expand``, ``as_strided``,
-                           ``getitem``, ``unfold``...), with their public functions, the
-                           in-place views and ``resize_``
+                           ``unfold``...), with their public functions, the in-place views
+                           and ``resize_``
 ``movement``               the copies and joins (``contiguous``, ``clone``, ``cat``,
                            ``split``, ``flip``, ``repeat``, ``tril``, ``pad``, ``diag``...),
                            with their public functions
-``indexing``               the gathers and scatters (``gather``, ``scatter``,
-                           ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
-                           ``index_put``...) and the masked ops (``masked_select``,
-                           ``masked_fill``), with their public functions and those built on
-                           them (``take``, ``put``, ``select``, ``tensor_split``...)
+``indexing``               ``getitem`` (``tensor[key]``, a view), the gathers and scatters
+                           (``gather``, ``scatter``, ``scatter_reduce``...), the ``index_*``
+                           ops (``index_select``, ``index_put``...) and the masked ops
+                           (``masked_select``, ``masked_fill``), with their public functions
+                           and those built on them (``take``, ``put``, ``select``,
+                           ``tensor_split``...)
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,

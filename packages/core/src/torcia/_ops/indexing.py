@@ -2,9 +2,10 @@
 decomposition and autocast policy. Of :data:`torcia.ops.MOVEMENT` (copies), the gathers
 and scatters (``gather``, ``scatter``, ``scatter_add``, ``scatter_reduce``,
 ``take_along_dim``), the ``index_*`` ops (``index_select``, ``index_add``, ``index_copy``,
-``index_put``) and ``masked_select``; ``masked_fill``, of ``ELEMENTWISE_OTHER``.
-``getitem`` (``tensor[key]``), a view that the views' decompositions run, is declared with
-them in :mod:`torcia._ops.views`.
+``index_put``) and ``masked_select``; ``masked_fill``, of ``ELEMENTWISE_OTHER``; and
+``getitem`` (``tensor[key]``), of :data:`torcia.ops.VIEW` (its result is a view where the
+key is basic), declared beside its public function; the views' decompositions
+(:func:`torcia._ops.views.sliced`) call it by name.
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
 CuPy). A decomposition is written with Tensor methods, the public functions
@@ -88,6 +89,14 @@ def _add_at(xp, out, key, values):
 
 class Kernels:
     """The reference kernels of the indexing ops (see the module's doc)."""
+
+    def getitem(self, a, key):
+        if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
+                key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
+            # one index array into a vector, (array, ...): NumPy's own path for a[array],
+            # the same copy at a fifth of the cost
+            return a[key[0]]
+        return a[key]
 
     def gather(self, a, index, dim):
         # the result has the index's shape: take_along_axis would broadcast a smaller index
@@ -189,6 +198,64 @@ def _take_along_dim_shape(x, indices, dim=None, **params):
     return with_size(shape, dim, indices.shape[dim]), x.dtype
 
 
+def _is_stand_in(arr) -> bool:
+    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
+
+
+def _getitem_shape(x, key, **params):
+    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
+    advanced ones (arrays, and integers alongside an array) broadcast together, and their
+    dims go where the first is when they are adjacent in the key, else first. A boolean
+    mask of a meta tensor has no shape without its values."""
+    key = key if isinstance(key, tuple) else (key,)
+
+    def is_mask(k):
+        return isinstance(k, (bool, np.bool_)) or (
+            isinstance(k, np.ndarray) and k.dtype.kind == "b")
+
+    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
+    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
+                   if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out, arrays, where, dim = [], [], [], 0
+    for i, k in enumerate(key):
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            n = x.ndim - consumed
+            out.extend(x.shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            out.append(len(range(*k.indices(x.shape[dim]))))
+            dim += 1
+        elif is_mask(k):
+            k = np.asarray(k)
+            if _is_stand_in(k):
+                raise NotImplementedError(
+                    "getitem: indexing a meta tensor with a boolean mask has no shape "
+                    "without the mask's values (it depends on how many are True)")
+            where.append((i, len(out)))
+            arrays.append((int(k.sum()),))
+            dim += k.ndim
+        elif isinstance(k, np.ndarray) or has_array:
+            where.append((i, len(out)))
+            arrays.append(np.shape(k))
+            dim += 1
+        else:
+            n = x.shape[dim]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
+                                 f"size {n}")
+            dim += 1
+    out.extend(x.shape[dim:])
+    if arrays:
+        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
+        at = where[0][1] if adjacent else 0
+        out[at:at] = np.broadcast_shapes(*arrays)
+    return tuple(out), x.dtype
+
+
 # ----- decompositions ---------------------------------------------------------------------
 
 
@@ -268,9 +335,11 @@ def _a_move(schema, kernel, **declared):
     return define(schema, kernel, group="movement", **declared)
 
 
-#: the indexing ops, in the order of torcia.ops.MOVEMENT (after the views' own), and
-#: masked_fill, last of ELEMENTWISE_OTHER
+#: the indexing ops: getitem, last of torcia.ops.VIEW; those of torcia.ops.MOVEMENT, in its
+#: order (after the views' own); and masked_fill, last of ELEMENTWISE_OTHER
 DECLARED = (
+    define("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem,
+           shape=_getitem_shape, group="view"),
     _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
             shape=_gather_shape, decomposition=gathered),
     _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",

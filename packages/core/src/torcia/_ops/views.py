@@ -1,7 +1,9 @@
 """The view ops, each declared once: schema, reference kernel, meta shape and
 decomposition. :data:`torcia.ops.VIEW` (``view``, ``permute``, ``expand``,
-``as_strided``...: their results are views of their input, as PyTorch's); the movement ops
-(``cat``, ``flip``, ``repeat``, ``pad``...: copies) are :mod:`torcia._ops.movement`'s.
+``as_strided``...: their results are views of their input, as PyTorch's), but ``getitem``
+(``tensor[key]``), declared in :mod:`torcia._ops.indexing` beside its public function, which
+the decompositions here call by name; the movement ops (``cat``, ``flip``, ``repeat``,
+``pad``...: copies) are :mod:`torcia._ops.movement`'s.
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
 CuPy). A view's kernel returns a view of its input array; its public function (at the
@@ -122,14 +124,6 @@ class Kernels:
             flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
         )
 
-    def getitem(self, a, key):
-        if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
-                key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
-            # one index array into a vector, (array, ...): NumPy's own path for a[array],
-            # the same copy at a fifth of the cost
-            return a[key[0]]
-        return a[key]
-
     def detach_view(self, a):
         return a
 
@@ -184,64 +178,6 @@ def _unfold_shape(x, dimension, size, step, **params):
 
 def _as_strided_shape(x, size, stride, storage_offset=0, **params):
     return tuple(size), x.dtype
-
-
-def _is_stand_in(arr) -> bool:
-    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
-
-
-def _getitem_shape(x, key, **params):
-    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
-    advanced ones (arrays, and integers alongside an array) broadcast together, and their
-    dims go where the first is when they are adjacent in the key, else first. A boolean
-    mask of a meta tensor has no shape without its values."""
-    key = key if isinstance(key, tuple) else (key,)
-
-    def is_mask(k):
-        return isinstance(k, (bool, np.bool_)) or (
-            isinstance(k, np.ndarray) and k.dtype.kind == "b")
-
-    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
-    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
-                   if k is not None and k is not Ellipsis)
-    if consumed > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
-    out, arrays, where, dim = [], [], [], 0
-    for i, k in enumerate(key):
-        if k is None:
-            out.append(1)
-        elif k is Ellipsis:
-            n = x.ndim - consumed
-            out.extend(x.shape[dim:dim + n])
-            dim += n
-        elif isinstance(k, slice):
-            out.append(len(range(*k.indices(x.shape[dim]))))
-            dim += 1
-        elif is_mask(k):
-            k = np.asarray(k)
-            if _is_stand_in(k):
-                raise NotImplementedError(
-                    "getitem: indexing a meta tensor with a boolean mask has no shape "
-                    "without the mask's values (it depends on how many are True)")
-            where.append((i, len(out)))
-            arrays.append((int(k.sum()),))
-            dim += k.ndim
-        elif isinstance(k, np.ndarray) or has_array:
-            where.append((i, len(out)))
-            arrays.append(np.shape(k))
-            dim += 1
-        else:
-            n = x.shape[dim]
-            if not -n <= k < n:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
-                                 f"size {n}")
-            dim += 1
-    out.extend(x.shape[dim:])
-    if arrays:
-        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
-        at = where[0][1] if adjacent else 0
-        out[at:at] = np.broadcast_shapes(*arrays)
-    return tuple(out), x.dtype
 
 
 # ----- decompositions ---------------------------------------------------------------------
@@ -410,7 +346,7 @@ def _a_view(schema, kernel, **declared):
     return define(schema, kernel, group="view", **declared)
 
 
-#: the view ops, in the order of torcia.ops.VIEW
+#: the view ops, in the order of torcia.ops.VIEW (whose last, getitem, is _ops.indexing's)
 DECLARED = (
     _a_view("view(Tensor x, *, shape=None) -> Tensor", Kernels.view, shape=_view_shape,
             decomposition=strided_view),
@@ -440,7 +376,6 @@ DECLARED = (
             samples=lambda rng: [((random_floats(rng, 3, 4),),
                                   {"size": (2, 2), "stride": (1, 2), "storage_offset": 1})],
             inplace_example=("[1, 2, 3, 4]", "(2,), (2,)", "tensor([1, 3])")),
-    _a_view("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem, shape=_getitem_shape),
     _a_view("detach_view(Tensor x) -> Tensor", Kernels.detach_view, shape=first_shape,
             decomposition=detach_view),
 )
