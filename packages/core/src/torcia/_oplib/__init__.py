@@ -39,7 +39,6 @@ calls, the norms, ``inv``, ``det``..., are written next to their ops' declaratio
                      :mod:`torcia._ops.complex_numbers`, beside their declarations
 ``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
                      transforms' declarations
-``nn``               dropout
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
@@ -50,19 +49,20 @@ calls, the norms, ``inv``, ``det``..., are written next to their ops' declaratio
 The reductions and scans, the activations and softmax, the convolutions and pooling, the
 normalisations (batch, layer, group, instance and RMS norm, the synchronised batch-norm
 pieces), the embedding and the losses at ``torch.*``, the RNN/LSTM/GRU cells and
-sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial`` and the
-in-place random fills, and the factories (``zeros``, ``arange``..., index grids, strided
-``empty``, ``frombuffer``, ``torch.range``) have no module here: their public functions
-are all written beside their declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
-:mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
-:mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`,
-:mod:`torcia._ops.random` and :mod:`torcia._ops.creation`, which stand among the
-families in their place.
+sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial``, the
+in-place random fills and the dropout family, and the factories (``zeros``,
+``arange``..., index grids, strided ``empty``, ``frombuffer``, ``torch.range``) have no
+row above: their public functions are all written beside their declarations, in
+:mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`, :mod:`torcia._ops.nn_activation`,
+:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm`,
+:mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`, :mod:`torcia._ops.random` and
+:mod:`torcia._ops.creation`, which stand among the families in their place. The modules
+of this package hold no op's public function: PyTorch's other names, made from the
+declarations (``aliases``), and what is no op (``runtime``, ``properties``).
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
     _common,
-    nn,
     aliases,
     runtime,
     properties,
@@ -91,7 +91,6 @@ from torcia._ops.nn_conv import *  # noqa: F403
 from torcia._ops.nn_pool import *  # noqa: F403
 from torcia._ops.nn_norm import *  # noqa: F403
 from torcia._ops.nn_loss import *  # noqa: F403
-from torcia._oplib.nn import *  # noqa: F403
 from torcia._ops.nn_rnn import *  # noqa: F403
 from torcia._oplib.aliases import *  # noqa: F403
 from torcia._oplib.runtime import *  # noqa: F403
@@ -100,7 +99,7 @@ from torcia._oplib.properties import *  # noqa: F403
 #: the op families, in load order
 FAMILIES = (unary, binary, pointwise, reduce, scan, views, movement, indexing, sorting, linalg,
             complex_numbers, creation, random,
-            spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
+            spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn_rnn, aliases,
             runtime, properties)
 
 

@@ -31,16 +31,17 @@ scans, the views (``view``, ``permute``, the in-place ``t_``...) and the movemen
 ``torcia.*`` in ``nn_activation``, softmax and the normalisations, with group and
 instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the
 RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial``, the
-in-place random fills and the random ops' own (``rand``, ``normal``...) in ``random`` and
-the factories (``zeros``, ``arange``..., ``meshgrid``, ``empty_strided``...) in
-``creation``, which :mod:`torcia._oplib` registers as families); the dropout family's
-stay in :mod:`torcia._oplib`.
+in-place random fills, the random ops' own (``rand``, ``normal``...) and the dropout
+family in ``random`` and the factories (``zeros``, ``arange``..., ``meshgrid``,
+``empty_strided``...) in ``creation``, which :mod:`torcia._oplib` registers as families).
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
-``unary``                  the elementwise ops of one input (``exp``, ``abs``, ``isnan``...)
-``binary``                 the elementwise ops of two inputs (``add``, ``div``, ``eq``...)
+``unary``                  the elementwise ops of one input (``exp``, ``abs``, ``isnan``...),
+                           with their public functions and ``positive``, ``frexp``...
+``binary``                 the elementwise ops of two inputs (``add``, ``div``, ``eq``...),
+                           with their public functions and ``isclose``, ``gcd``...
 ``reduce``                 the reductions (``sum``, ``amax``, ``var``, ``max_dim``,
                            ``argmax``, ``median_dim``...), with their public functions
 ``scan``                   the scans (``cumsum``, ``cumprod``, ``cummax``,
@@ -100,7 +101,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,
-                           ``bernoulli``, ``dropout_mask``...), declared ``random=True``
+                           ``bernoulli``, ``dropout_mask``...), declared ``random=True``,
+                           with their public functions and the dropout family
 ``sparse``                 ``sparse_mm``, a compressed-row sparse matrix times a dense one
 =========================  ==================================================================
 """
