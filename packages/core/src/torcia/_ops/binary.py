@@ -435,12 +435,9 @@ DECLARED = (
 # ----- the public functions --------------------------------------------------------------
 
 
-def _dispatch(name, input, other, float_op=False):
-    """``torcia._tensor.binary``, this module being below the Tensor class: the first call
-    binds the module's name to it, so that later calls reach it as one global."""
-    global _dispatch
-    _dispatch = _opdef.BINARY
-    return _dispatch(name, input, other, float_op)
+#: ``_dispatch(name, input, other, float_op=False)``: ``torcia._tensor.binary``, this module
+#: being below the Tensor class, bound on first call (then one global)
+_dispatch = _opdef.bind_on_first_call(globals(), "_dispatch", lambda: _opdef.BINARY)
 
 
 def _binary_function(name, float_op):
@@ -488,16 +485,18 @@ def add(input, other, *deprecated, alpha=1):
     return _dispatch("add", input, other)
 
 
-#: the Tensor class, bound by the first call of :func:`_not_bool`: this module is below it,
-#: and sub is too hot to look it up at each call
+#: the Tensor class, bound by the first call of ``_not_bool`` (then :func:`_plain`): this
+#: module is below it, and sub is too hot to look it up at each call
 _Tensor = None
 
 
-def _not_bool(v) -> bool:
-    """The first call binds :data:`_Tensor`, then leaves its place to :func:`_plain`."""
-    global _Tensor, _not_bool
-    _Tensor, _not_bool = _opdef.PUBLIC.Tensor, _plain
-    return _plain(v)
+def _bound_plain():
+    global _Tensor
+    _Tensor = _opdef.PUBLIC.Tensor
+    return _plain
+
+
+_not_bool = _opdef.bind_on_first_call(globals(), "_not_bool", _bound_plain)
 
 
 def _plain(v) -> bool:

@@ -647,12 +647,9 @@ DECLARED = (
 # ----- the public functions --------------------------------------------------------------
 
 
-def _dispatch(name, input, to_float=False):
-    """``torcia._tensor.unary``, this module being below the Tensor class: the first call
-    binds the module's name to it, so that later calls reach it as one global."""
-    global _dispatch
-    _dispatch = _opdef.UNARY
-    return _dispatch(name, input, to_float)
+#: ``_dispatch(name, input, to_float=False)``: ``torcia._tensor.unary``, this module being
+#: below the Tensor class, bound on first call (then one global)
+_dispatch = _opdef.bind_on_first_call(globals(), "_dispatch", lambda: _opdef.UNARY)
 
 
 def public_function(op, fn, doc):
