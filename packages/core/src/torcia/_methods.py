@@ -14,9 +14,10 @@ from torcia import _dtype as D
 from torcia import _legacy, _oplib, _shared_memory, _storage, linalg, special
 from torcia import ops as _oplist
 from torcia._grad_mode import STATE
-from torcia._oplib import elementwise, properties
-from torcia._oplib._common import _inplace_example, _readable_value
-from torcia._ops import creation, indexing, nn_activation, pointwise, random
+from torcia._oplib import properties
+from torcia._oplib._common import _inplace_example
+from torcia._ops import creation, indexing, nn_activation, pointwise, random, unary
+from torcia._ops._common import readable_value
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -103,7 +104,7 @@ def masked_fill_(self, mask, value):
     """In-place :meth:`Tensor.masked_fill`. A 0-dim ``value`` outside the graph is read as
     a number, as PyTorch reads it (so it may be an element of ``self``)."""
     if isinstance(value, Tensor) and not value._requires_grad and not value.ndim:
-        number = _readable_value(value)
+        number = readable_value(value)
         value = value if number is None else number
     return inplace(_oplib.masked_fill, self, mask, value)
 
@@ -191,7 +192,7 @@ Tensor.__rpow__ = _reflected("pow")
 Tensor.__matmul__ = lambda self, other: _oplib.matmul(self, other)
 Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(pointwise.tensor_arg(other), self)
 Tensor.__neg__ = lambda self: _oplib.neg(self)
-Tensor.__pos__ = lambda self: elementwise.positive(self)
+Tensor.__pos__ = lambda self: unary.positive(self)
 Tensor.__abs__ = lambda self: _oplib.abs(self)
 def _invert(self):
     if self.dtype is D.bool_:
@@ -434,7 +435,7 @@ def fill_(self, value):
         if value.ndim:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-        number = None if value._requires_grad else _readable_value(value)
+        number = None if value._requires_grad else readable_value(value)
         if number is None:
             # in the graph (its gradient is the sum of the filled tensor's), or without a
             # number to read (meta, batched by vmap): a tensor operand of masked_fill

@@ -84,7 +84,6 @@ from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._methods import parse_to
 from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
-from torcia._oplib import nn as _nn
 from torcia._oplib import runtime as _runtime
 from torcia._oprecords import (
     OpRegistry,
@@ -104,6 +103,7 @@ from torcia._ops import nn_conv as _nn_conv
 from torcia._ops import nn_loss as _nn_loss
 from torcia._ops import nn_norm as _nn_norm
 from torcia._ops import nn_pool as _nn_pool
+from torcia._ops import random as _random
 from torcia._ops.movement import pad
 from torcia._ops.nn_conv import batched, check_geometry, ntuple, unbatch
 from torcia._ops.nn_pool import pool_geometry
@@ -185,7 +185,7 @@ def _functional() -> types.ModuleType:
     module = types.ModuleType(f"{__name__}.functional", _FUNCTIONAL_DOC)
     forms = {name: getattr(family, name)
              for family in (_movement, _linalg, _nn_activation, _nn_conv, _nn_pool, _nn_norm,
-                            _nn_loss, _nn)
+                            _nn_loss, _random)
              for name in family.FUNCTIONAL}
     vars(module).update(forms, __all__=sorted(forms))
     return module

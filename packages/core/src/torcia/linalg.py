@@ -21,7 +21,6 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
-from torcia._oplib._common import to_dtype
 from torcia._ops._common import return_type
 
 # the functions that run one op are written next to its declaration, in the op families
@@ -56,6 +55,7 @@ from torcia._ops.linalg_factorizations import (
 from torcia._ops.linalg_functions import matrix_exp, matrix_norm, vector_norm
 from torcia._ops.linalg_solves import det, inv, lstsq, pinv, slogdet, solve, solve_triangular
 from torcia._ops.movement import cat
+from torcia._ops.pointwise import to_dtype
 from torcia._tensor import _torch_name, _wrap_dim
 
 _CholeskyEx = return_type("linalg_cholesky_ex", ("L", "info"))

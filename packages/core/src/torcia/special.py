@@ -25,13 +25,13 @@ import types
 
 from torcia import _dtype, _oplib
 from torcia import ops as _oplist
-from torcia._oplib._common import _to_float, to_dtype
-from torcia._oplib.elementwise import digamma, lgamma, sigmoid
 from torcia._ops import DECLARED
-from torcia._ops._common import examples_section
+from torcia._ops._common import examples_section, to_float
 from torcia._ops.creation import arange
 from torcia._ops.nn_norm import log_softmax as _log_softmax
 from torcia._ops.nn_norm import softmax as _softmax
+from torcia._ops.pointwise import to_dtype
+from torcia._ops.unary import digamma, lgamma, sigmoid
 from torcia._tensor import Tensor, _torch_name, binary, call, unary
 
 # torch.special's other names of three of them
@@ -82,7 +82,7 @@ def logit(input, eps=None):
     >>> torcia.special.logit(torcia.tensor([0.0, 0.5, 1.0]), eps=0.1)
     tensor([-2.1972,  0.0000,  2.1972])
     """
-    x = _to_float(input)
+    x = to_float(input)
     if x.dtype.category == 3:
         raise NotImplementedError(f"\"logit_cpu\" not implemented for '{_torch_name(x.dtype)}'")
     if eps is not None:
@@ -105,7 +105,7 @@ def multigammaln(input, p):
     if input.dtype.category == 3 or input.dtype is _dtype.bool_:
         raise NotImplementedError(f"\"mvlgamma\" not implemented for "
                                   f"'{_torch_name(input.dtype)}'")
-    input = _to_float(input)  # integers as the default float dtype
+    input = to_float(input)  # integers as the default float dtype
     steps = arange(p, dtype=input.dtype, device=input.device) / 2
     terms = (input.unsqueeze(-1) - steps).lgamma().sum(-1)
     return terms + p * (p - 1) / 4 * math.log(math.pi)

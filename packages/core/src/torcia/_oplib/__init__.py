@@ -7,18 +7,23 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 The families import each other in one direction, at their tops: ``_common`` imports no
-family; ``elementwise`` follows, importing only it (and :mod:`torcia._ops`, below them all,
-where the views, ``cat``, ``tensor[key]``, ``conj``, ``matmul`` and the other functions
-written beside their declarations are), and the other families import these. None
-imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here (what they call of
-those, the transforms' op calls, the norms, ``inv``, ``det``..., are written next to their
-ops' declarations in :mod:`torcia._ops`), nor a service such as :mod:`torcia.amp` (the
-autocast policy is ``torcia._autocast``'s).
+family, and the others import only it (and :mod:`torcia._ops`, below them all, where the
+elementwise functions, the views, ``cat``, ``tensor[key]``, ``conj``, ``matmul`` and the
+other functions written beside their declarations are). None imports :mod:`torcia.linalg`
+or :mod:`torcia.fft`, which import from here (what they call of those, the transforms' op
+calls, the norms, ``inv``, ``det``..., are written next to their ops' declarations in
+:mod:`torcia._ops`), nor a service such as :mod:`torcia.amp` (the autocast policy is
+``torcia._autocast``'s).
 
 ===================  =====================================================================
-``elementwise``      unary, binary and comparison ops, ``add``/``div``/``isclose``/``gcd``...
-``pointwise``        ``clamp``, ``where``, ``lerp``, ``addcmul``, ``nan_to_num``, ``round``: in
-                     :mod:`torcia._ops.pointwise`, beside their declarations
+``unary``            the ops of one input (``exp``, ``abs``...), ``positive``, ``deg2rad``,
+                     ``isreal``, ``frexp``: in :mod:`torcia._ops.unary`, beside their
+                     declarations
+``binary``           the ops of two inputs and comparisons (``mul``, ``eq``...),
+                     ``add``/``div``/``isclose``/``gcd``...: in :mod:`torcia._ops.binary`,
+                     beside their declarations
+``pointwise``        ``clamp``, ``where``, ``lerp``, ``addcmul``, ``nan_to_num``, ``round``,
+                     ``to_dtype``: in :mod:`torcia._ops.pointwise`, beside their declarations
 ``views``            views: ``view``, ``reshape``, ``permute``, ``expand``, ``t_``,
                      ``resize_``...: in :mod:`torcia._ops.views`, beside their declarations
 ``movement``         ``cat``, ``stack``, ``split``, ``flip``, ``repeat``, ``tril``: in
@@ -34,40 +39,41 @@ autocast policy is ``torcia._autocast``'s).
                      :mod:`torcia._ops.complex_numbers`, beside their declarations
 ``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
                      transforms' declarations
-``nn``               dropout
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
 ===================  =====================================================================
 
-``_common``          holds the helpers several families share.
+``_common``          holds the Examples sections of the in-place methods and aliases.
 
 The reductions and scans, the activations and softmax, the convolutions and pooling, the
 normalisations (batch, layer, group, instance and RMS norm, the synchronised batch-norm
 pieces), the embedding and the losses at ``torch.*``, the RNN/LSTM/GRU cells and
-sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial`` and the
-in-place random fills, and the factories (``zeros``, ``arange``..., index grids, strided
-``empty``, ``frombuffer``, ``torch.range``) have no module here: their public functions
-are all written beside their declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
-:mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
-:mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`,
-:mod:`torcia._ops.random` and :mod:`torcia._ops.creation`, which stand among the
-families in their place.
+sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial``, the
+in-place random fills and the dropout family, and the factories (``zeros``,
+``arange``..., index grids, strided ``empty``, ``frombuffer``, ``torch.range``) have no
+row above: their public functions are all written beside their declarations, in
+:mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`, :mod:`torcia._ops.nn_activation`,
+:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm`,
+:mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`, :mod:`torcia._ops.random` and
+:mod:`torcia._ops.creation`, which stand among the families in their place. The modules
+of this package hold no op's public function: PyTorch's other names, made from the
+declarations (``aliases``), and what is no op (``runtime``, ``properties``).
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
     _common,
-    elementwise,
-    nn,
     aliases,
     runtime,
     properties,
 )
 from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
 from torcia._ops import indexing, movement, pointwise, random, reduce, scan, views
+from torcia._ops import binary, unary
 from torcia._ops import complex_numbers, linalg, sorting, spectral
 
-from torcia._oplib.elementwise import *  # noqa: F403
+from torcia._ops.unary import *  # noqa: F403
+from torcia._ops.binary import *  # noqa: F403
 from torcia._ops.pointwise import *  # noqa: F403
 from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
@@ -85,16 +91,15 @@ from torcia._ops.nn_conv import *  # noqa: F403
 from torcia._ops.nn_pool import *  # noqa: F403
 from torcia._ops.nn_norm import *  # noqa: F403
 from torcia._ops.nn_loss import *  # noqa: F403
-from torcia._oplib.nn import *  # noqa: F403
 from torcia._ops.nn_rnn import *  # noqa: F403
 from torcia._oplib.aliases import *  # noqa: F403
 from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
 
 #: the op families, in load order
-FAMILIES = (elementwise, pointwise, reduce, scan, views, movement, indexing, sorting, linalg,
+FAMILIES = (unary, binary, pointwise, reduce, scan, views, movement, indexing, sorting, linalg,
             complex_numbers, creation, random,
-            spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
+            spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn_rnn, aliases,
             runtime, properties)
 
 

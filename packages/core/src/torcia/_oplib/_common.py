@@ -1,6 +1,5 @@
-"""Helpers the op families share: argument normalisation (dims, shapes, operands), the
-cast to a dtype (``to_dtype``, exported by ``elementwise``), named-tuple results and the
-Examples sections of the declared ops' functions and in-place methods. It
+"""The Examples sections of the declared ops' in-place methods and of the aliases (their
+declaration's, or one of the table here for a function that is no declared op). It
 imports no family: every family may import it.
 """
 
@@ -9,47 +8,7 @@ from __future__ import annotations
 import re
 
 from torcia._ops import DECLARED
-from torcia._ops._common import (
-    check_tensor,
-    dim_tuple,
-    examples_section,
-    functional,
-    operand_as,
-    promoted,
-    readable_value,
-    return_type,
-    size_at,
-    to_float,
-)
-from torcia._ops.sorting import nonzero_tuple
-from torcia._tensor import Tensor, _torch_name, call
-
-# the families' names of helpers written in torcia._ops, below them
-_dims = dim_tuple
-_return_type = return_type
-_to_float = to_float
-_size_at = size_at
-_check_tensor = check_tensor
-_F = functional
-_readable_value = readable_value
-_nonzero_tuple = nonzero_tuple
-_operand_as = operand_as
-_same_dtype = promoted
-
-
-def to_dtype(input, dtype) -> Tensor:
-    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
-    tensor([ 1, -1])
-    """
-    if input.dtype is dtype:
-        return input
-    return call("cast", (input,), {"dtype": dtype.to_numpy()})
-
+from torcia._ops._common import examples_section
 
 # The example of each in-place form of a function that is not an op declared in
 # torcia._ops (whose declarations carry theirs): the input, the arguments after it and
@@ -161,7 +120,3 @@ def _inplace_example(name, function=False):
         f"x.{name}_({', '.join(args)})"
     return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
             f">>> {call}\n{result}\n>>> x\n{result}\n")
-
-
-def _tname(d):
-    return _torch_name(d)

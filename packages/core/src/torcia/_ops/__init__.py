@@ -17,28 +17,31 @@ they are built:
 ``torcia.library.op_records()``                 the inputs and parameters, from the schema
 ==============================================  ==========================================
 
-An op's public function is made from its declaration (the elementwise and special
-functions: :mod:`torcia._oplib` builds them; the nn activations' functional forms, made in
+An op's public function is made from its declaration (the elementwise functions, made in
+``unary`` and ``binary``, which write after them ``add``, ``sub``, ``div`` and the
+functions of no op of their own, ``isclose``, ``gcd``, ``frexp``...; the special
+functions, made by :mod:`torcia.special`; the nn activations' functional forms, made in
 ``nn_activation``) or written next to it where the schema cannot say it (the
 linear-algebra families, which :mod:`torcia.linalg` publishes, with what they share in
 ``_linalg``; the complex-number ops and sorting in their module's ``PUBLIC``; indexing
 (``gather``, ``masked_fill``, and ``take``, ``select``, ``tensor[key]``... built on them),
-``clamp``, ``where``, ``lerp``... in ``pointwise``, the reductions and the scans, the views
-(``view``, ``permute``, the in-place ``t_``...) and the movement ops (``cat``, ``split``,
-``flip``...), the convolutions and pooling, the other activations at ``torcia.*`` in
-``nn_activation``, softmax and the normalisations, with group and instance norm, in
-``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the RNN cells and
-sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial``, the in-place random
-fills and the random ops' own (``rand``, ``normal``...) in ``random`` and the factories
-(``zeros``, ``arange``..., ``meshgrid``, ``empty_strided``...) in ``creation``, which
-:mod:`torcia._oplib` registers as families); the other families' stay in
-:mod:`torcia._oplib`.
+``clamp``, ``where``, ``lerp``, ``to_dtype``... in ``pointwise``, the reductions and the
+scans, the views (``view``, ``permute``, the in-place ``t_``...) and the movement ops
+(``cat``, ``split``, ``flip``...), the convolutions and pooling, the other activations at
+``torcia.*`` in ``nn_activation``, softmax and the normalisations, with group and
+instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the
+RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial``, the
+in-place random fills, the random ops' own (``rand``, ``normal``...) and the dropout
+family in ``random`` and the factories (``zeros``, ``arange``..., ``meshgrid``,
+``empty_strided``...) in ``creation``, which :mod:`torcia._oplib` registers as families).
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
-``unary``                  the elementwise ops of one input (``exp``, ``abs``, ``isnan``...)
-``binary``                 the elementwise ops of two inputs (``add``, ``div``, ``eq``...)
+``unary``                  the elementwise ops of one input (``exp``, ``abs``, ``isnan``...),
+                           with their public functions and ``positive``, ``frexp``...
+``binary``                 the elementwise ops of two inputs (``add``, ``div``, ``eq``...),
+                           with their public functions and ``isclose``, ``gcd``...
 ``reduce``                 the reductions (``sum``, ``amax``, ``var``, ``max_dim``,
                            ``argmax``, ``median_dim``...), with their public functions
 ``scan``                   the scans (``cumsum``, ``cumprod``, ``cummax``,
@@ -99,7 +102,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,
-                           ``bernoulli``, ``dropout_mask``...), declared ``random=True``
+                           ``bernoulli``, ``dropout_mask``...), declared ``random=True``,
+                           with their public functions and the dropout family
 ``sparse``                 ``sparse_mm``, a compressed-row sparse matrix times a dense one
 =========================  ==================================================================
 """

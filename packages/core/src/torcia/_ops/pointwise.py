@@ -237,6 +237,21 @@ def scalar_first(op: str, value, rest: tuple, names: str, keyword: str = "value"
     return rest
 
 
+# the annotation names the Tensor class (above this module) as it reads, unevaluated
+def to_dtype(input, dtype) -> Tensor:  # noqa: F821
+    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
+    tensor([ 1, -1])
+    """
+    if input.dtype is dtype:
+        return input
+    return _opdef.CALL("cast", (input,), {"dtype": dtype.to_numpy()})
+
+
 def round(input, *, decimals=0):
     """Round half to even, as PyTorch; ``decimals`` places.
 
@@ -446,4 +461,4 @@ INPLACE = ("clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdi
 
 #: the names ``torcia`` exports from here
 __all__ = ["addcdiv", "addcmul", "clamp", "clamp_max", "clamp_min", "clip", "lerp",
-           "nan_to_num", "nan_to_num_", "round", "where"]
+           "nan_to_num", "nan_to_num_", "round", "to_dtype", "where"]

@@ -8,8 +8,11 @@ the table holds ``xp.exp`` itself) or a method of the reference backend (``self.
 array module, NumPy or CuPy). A decomposition is written with Tensor methods only (it runs
 on any device, and this module is below the Tensor class), named for what it computes
 (``decomposed_exp2``): the op's name is its public function's, made here from the
-declaration (:data:`MADE`; :mod:`torcia._oplib.elementwise` exports them). Their
-derivatives are torcia-autograd's.
+declaration (:data:`MADE`). The functions of one input of no op of their own
+(``positive``, ``deg2rad``, ``isneginf``, ``isreal``, ``frexp``...) are written after them,
+reaching the Tensor class late-bound (:data:`torcia._opdef.PUBLIC`). ``torcia`` exports
+``__all__``, :mod:`torcia._oplib` registering the module as a family. Their derivatives
+are torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -32,9 +35,14 @@ from torcia._ops._common import (
     no_kernel,
     opmath,
     real_like,
+    return_type,
+    to_float,
 )
 from torcia._ops._common import refuse as _refuse
 from torcia._ops._common import where as _where
+from torcia._ops.complex_numbers import imag
+from torcia._ops.creation import ones
+from torcia._ops.pointwise import where
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -639,12 +647,9 @@ DECLARED = (
 # ----- the public functions --------------------------------------------------------------
 
 
-def _dispatch(name, input, to_float=False):
-    """``torcia._tensor.unary``, this module being below the Tensor class: the first call
-    binds the module's name to it, so that later calls reach it as one global."""
-    global _dispatch
-    _dispatch = _opdef.UNARY
-    return _dispatch(name, input, to_float)
+#: ``_dispatch(name, input, to_float=False)``: ``torcia._tensor.unary``, this module being
+#: below the Tensor class, bound on first call (then one global)
+_dispatch = _opdef.bind_on_first_call(globals(), "_dispatch", lambda: _opdef.UNARY)
 
 
 def public_function(op, fn, doc):
@@ -679,3 +684,142 @@ _KINDS = {
 MADE = {op.name: public_function(op, _unary_function(op.name, _KINDS[op.group][1]),
                                    _KINDS[op.group][0]) for op in DECLARED}
 globals().update(MADE)
+
+
+# ----- the public functions of no op of their own ----------------------------------------
+
+
+def positive(input):
+    """``input`` itself (PyTorch's unary plus); not defined for bool.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.positive(torcia.tensor([-1, 2]))
+    tensor([-1,  2])
+    """
+    if input.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def deg2rad(input):
+    """Degrees to radians.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.deg2rad(torcia.tensor([180.0, 90.0]))
+    tensor([3.1416, 1.5708])
+    """
+    refuse_complex_dtype(input.dtype, "deg2rad", RuntimeError,
+                         "deg2rad is not supported for complex tensors.")
+    return to_float(input) * (math.pi / 180.0)
+
+
+def rad2deg(input):
+    """Radians to degrees.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rad2deg(torcia.tensor([3.141592653589793]))
+    tensor([180.])
+    """
+    refuse_complex_dtype(input.dtype, "rad2deg", RuntimeError,
+                         "rad2deg is not supported for complex tensors.")
+    return to_float(input) * (180.0 / math.pi)
+
+
+def refuse_complex_dtype(dtype, name, error=NotImplementedError, message=None):
+    """PyTorch's refusal of an op it has no complex kernel of, computing in ``dtype``:
+    ``error(message)``, by default its dispatcher's ``"name_cpu" not implemented``."""
+    if dtype.category == 3:
+        raise error(message or f'"{name}_cpu" not implemented for \'{_torch_name(dtype)}\'')
+
+
+def isneginf(input):
+    """Where ``input`` is minus infinity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isneginf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
+    tensor([ True, False, False])
+    """
+    return MADE["isinf"](input) & (input < 0)
+
+
+def isposinf(input):
+    """Where ``input`` is plus infinity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isposinf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
+    tensor([False,  True, False])
+    """
+    return MADE["isinf"](input) & (input > 0)
+
+
+def isreal(input):
+    """Where the value is real: an imaginary part of 0 (everywhere, for real dtypes).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isreal(torcia.tensor([1.0, 2.0 - 0.5j, 3.0 + 0j]))
+    tensor([ True, False,  True])
+    """
+    if input.dtype.category == 3:
+        return imag(input) == 0
+    return ones(*input.shape, dtype=D.bool_, device=input.device)
+
+
+_Frexp = return_type("frexp", ("mantissa", "exponent"))
+
+
+def frexp(input):
+    """``(mantissa, exponent)`` with ``input == mantissa * 2**exponent`` and
+    ``0.5 <= |mantissa| < 1``; the exponent is int32.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.frexp(torcia.tensor([8.0])).exponent
+    tensor([4], dtype=torcia.int32)
+    """
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    # with tensor ops, not NumPy on the host: they run on the meta device and under vmap
+    x = input.detach()
+    scaled = x.isfinite() & (x != 0)  # 0, inf and NaN are their own mantissa, exponent 0
+    e = where(scaled, x.abs().where(scaled, 1).log2().floor() + 1, 0)
+    # log2 can round across a power of two: one step of correction either way
+    m = _times_exp2(x, -e)
+    e = where(scaled & (m.abs() >= 1), e + 1, where(scaled & (m.abs() < 0.5), e - 1, e))
+    m = where(scaled, _times_exp2(input, -e), input)
+    return _Frexp(m, e.to(D.int32))
+
+
+def _times_exp2(x, e):
+    """``x * 2**e`` in two exact steps, so that neither power overflows (2**1074 would)."""
+    half = (e / 2).floor()
+    return x * half.exp2() * (e - half).exp2()
+
+
+#: the functions here that are also Tensor methods, under the same name: the declared ops'
+METHODS = tuple(MADE)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = tuple(op.name for op in DECLARED if op.inplace)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = ("positive", "deg2rad", "rad2deg", "isneginf", "isposinf", "isreal", "frexp")
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = ("deg2rad", "rad2deg")
+
+#: the names ``torcia`` exports from here: the declared ops' functions and those above
+__all__ = [*MADE, "positive", "deg2rad", "rad2deg", "isneginf", "isposinf", "isreal", "frexp"]
