@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import amp, library, plugins
+from torcia import _autocast, _opdef, amp, library, plugins
 from torcia.backend import Backend
 
 LOW = torcia.float16
@@ -306,3 +306,22 @@ def test_autocast_is_off_in_other_threads_and_after():
         assert (torcia.ones(2, 2) @ torcia.ones(2, 2)).dtype is LOW
     assert seen == [torcia.float32]
     assert torcia.exp(torcia.ones(2, dtype=LOW)).dtype is LOW
+
+
+def test_the_names_on_the_lists_resolve_to_ops_or_to_autocast_as_names():
+    # a name no op declares is one a function takes part under through autocast_as; core's
+    # families record theirs as they load, before the function first runs
+    amp.check_lists()
+    assert {"gru_cell", "linalg_solve", "reflection_pad"} <= _opdef.AUTOCAST_NAMES
+
+
+def test_a_misspelt_name_on_a_list_is_refused_at_the_first_region(monkeypatch):
+    monkeypatch.setattr(_autocast, "_checked", False)
+    monkeypatch.setitem(amp.FLOAT32, "cpu", amp.FLOAT32["cpu"] | {"cdistt"})
+    refusal = r"autocast's FLOAT32\['cpu'\]: no op named 'cdistt'; similar: .*cdist"
+    with pytest.raises(KeyError, match=refusal):
+        with torcia.autocast("cpu", dtype=LOW):
+            pass
+    with pytest.raises(KeyError, match=refusal):
+        torcia.set_autocast_enabled("cpu", True)
+    assert not torcia.is_autocast_enabled("cpu")  # refused before any state changed

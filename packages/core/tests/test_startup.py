@@ -37,6 +37,18 @@ print(json.dumps({{"ml_dtypes": "ml_dtypes" in sys.modules,
                      "dtype": "torcia.bfloat16"}
 
 
+def test_the_first_autocast_region_resolves_its_lists_without_the_op_records():
+    state = _fresh("""
+import json
+import torcia
+from torcia import _oprecords
+with torcia.autocast("cpu"):
+    pass
+print(json.dumps({"built": _oprecords._records.builtin is not None}))
+""")
+    assert state == {"built": False}
+
+
 def test_import_defers_serialization_amp_and_their_libraries():
     state = _fresh("""
 import sys

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from torcia import _opdef
+from torcia import _opdef, plugins
 from torcia._ops import DECLARED as _DECLARED
 from torcia._tensor import AUTOCAST, Tensor, active_modes
 
@@ -20,6 +20,7 @@ from torcia._tensor import AUTOCAST, Tensor, active_modes
 # its CUDA test lists name them (packages/nn/tests/test_autocast_lists.py compares both).
 # Names are torcia's op names (``conv`` for conv1d/2d/3d); composite functions take part
 # through :func:`autocast_as` under PyTorch's name for them (``mse_loss``, ``addmv``...).
+# Each name resolves to one or the other at the first autocast region (check_lists).
 
 _LOSSES = frozenset({
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -28,6 +29,11 @@ _LOSSES = frozenset({
     "margin_ranking_loss", "triplet_margin_loss", "multi_margin_loss",
     "multilabel_margin_loss",
 })
+
+#: The lists' names that torcia-nn's functions take part under (they register them as it
+#: loads): where it is not installed they name nothing, as the optional ops of
+#: ``torcia.library.op_table``.
+_TORCIA_NN = _LOSSES | {"bilinear", "grid_sample", "pdist", "scaled_dot_product_attention"}
 
 #: Ops run in the low-precision dtype, per device type (and the declared ops whose policy
 #: says so: matmul, mm, einsum..., see :mod:`torcia._ops.linalg`; linear, conv and
@@ -87,6 +93,34 @@ def _add_declared():
 
 _add_declared()
 
+_checked = False
+
+
+def check_lists():
+    """Resolve each name on the lists, once, as the first autocast region starts: an op
+    declared in :mod:`torcia._ops`, or a name a function takes part under through
+    :func:`autocast_as` (:data:`torcia._opdef.AUTOCAST_NAMES`). A name that is neither, a
+    misspelt or stale entry that would never autocast, is a KeyError naming the list and
+    the name. The installed parts register their names as they load, so they are loaded
+    first (through the name torcia-nn lends); the op records are not built."""
+    global _checked
+    if _checked:
+        return
+    try:
+        plugins.lent("torcia.nn.functional", "torcia-nn")
+        optional = frozenset()
+    except ModuleNotFoundError:
+        optional = _TORCIA_NN
+    known = _DECLARED.keys() | _opdef.AUTOCAST_NAMES
+    for table, lists in (("LOWER_PRECISION", LOWER_PRECISION), ("FLOAT32", FLOAT32),
+                         ("BANNED", BANNED), ("PROMOTE", PROMOTE)):
+        for device_type, names in lists.items():
+            unknown = sorted(set(names) - known - optional)
+            if unknown:
+                raise KeyError(f"autocast's {table}[{device_type!r}]: "
+                               f"{_opdef.no_op(unknown[0], known)}")
+    _checked = True
+
 
 def op_policy(device_type, op):
     """What :class:`autocast` does with the op named ``op`` on ``device_type``.
@@ -139,6 +173,8 @@ def autocast_as(name):
     """
 
     def decorate(fn):
+        _opdef.AUTOCAST_NAMES.add(name)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             # autocast on implies its mode is entered in this thread (the outermost region

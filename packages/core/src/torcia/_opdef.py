@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 #: The module whose public function of an op documents the op's record (``torcia.add`` for
 #: the op add): the ``torcia`` package, set by its ``__init__`` as it loads. torcia.library
@@ -32,6 +32,12 @@ AUTOCAST_AS: Callable | None = None
 #: ``torcia._autocast.autocast_where_listed``, set with :data:`AUTOCAST_AS`: the RNN cells
 #: written in :mod:`torcia._ops.nn_rnn`, one op for autocast where a device lists them
 AUTOCAST_WHERE_LISTED: Callable | None = None
+#: The names functions built from other ops take part in autocast under, each recorded as
+#: a function is decorated by ``torcia._autocast.autocast_as`` or by the deferred form the
+#: family modules of :mod:`torcia._ops` use (``torcia._ops._common.autocast_as``), the
+#: latter before the function first runs: autocast's lists resolve their names that no op
+#: declares against them (``torcia._autocast.check_lists``)
+AUTOCAST_NAMES: set[str] = set()
 #: ``torcia._tensor.inplace``, set by that module as it loads: the in-place public functions
 #: written in :mod:`torcia._ops` (``torcia.conj_physical_``, ``functional.elu(x,
 #: inplace=True)``) write their result back with it
@@ -79,6 +85,17 @@ def bind_on_first_call(namespace: dict, name: str, resolve: Callable[[], Callabl
 
     first_call.__name__ = first_call.__qualname__ = name
     return first_call
+
+
+def no_op(name: str, names: Iterable[str]) -> str:
+    """The message for ``name`` that none of ``names`` (the ops a table may hold) is: the
+    close ones, those with its first three letters.
+
+    >>> no_op("expo", ["exp", "expm1", "add"])
+    "no op named 'expo'; similar: exp, expm1"
+    """
+    close = sorted(n for n in names if n.startswith(name[:3]))[:8]
+    return f"no op named {name!r}; similar: {', '.join(close) or 'none'}"
 
 
 @dataclasses.dataclass(frozen=True)

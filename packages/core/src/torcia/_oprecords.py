@@ -431,12 +431,7 @@ def get_op(name: str) -> OpDef:
     try:
         return records[name]
     except KeyError:
-        raise KeyError(_no_op(name, records)) from None
-
-
-def _no_op(name: str, records: dict) -> str:
-    close = sorted(n for n in records if n.startswith(name[:3]))[:8]
-    return f"no op named {name!r}; similar: {', '.join(close) or 'none'}"
+        raise KeyError(_opdef.no_op(name, records)) from None
 
 
 def op_table(table: str, entries: Mapping[str, _V], *,
@@ -470,7 +465,7 @@ def op_table(table: str, entries: Mapping[str, _V], *,
         if record is not None:
             resolved[record.name] = value
         elif name not in optional:
-            raise KeyError(f"{table}: {_no_op(name, records)}")
+            raise KeyError(f"{table}: {_opdef.no_op(name, records)}")
     return resolved
 
 

@@ -31,6 +31,7 @@ from torcia._autocast import (  # noqa: F401 - the policy the ops declare with, 
     LOWER_PRECISION,
     PROMOTE,
     autocast_as,
+    check_lists,
     op_policy,
 )
 from torcia._switches import Switches
@@ -120,6 +121,7 @@ class autocast:
         self.enabled = bool(enabled)
 
     def __enter__(self):
+        check_lists()  # the lists' first use, before any state changes
         self._prev = (AUTOCAST.enabled, getattr(AUTOCAST, "region", None))
         AUTOCAST.enabled = self.enabled
         AUTOCAST.region = _Region(self.device_type, self.dtype)
@@ -289,6 +291,7 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
         device_type, enabled = "cuda", device_type
     _device_type_arg(device_type, "set_autocast_enabled")
     if enabled:
+        check_lists()
         AUTOCAST.region = _Region(device_type, _SWITCHES.dtypes[device_type])
         AUTOCAST.enabled = True
         if _SWITCHES.mode is None and not any(isinstance(m, _AutocastMode)

@@ -300,6 +300,7 @@ def autocast_as(name, where_listed=False):
     function it makes is made at the first call, from :data:`torcia._opdef.AUTOCAST_AS`
     (:data:`torcia._opdef.AUTOCAST_WHERE_LISTED`)."""
     def decorate(fn):
+        _opdef.AUTOCAST_NAMES.add(name)  # known to autocast's lists before the first call
         made = []
 
         @functools.wraps(fn)
