@@ -52,6 +52,13 @@ CASES = {
     "tril_1d": lambda m, x: m.tril(m.ones(3)),
     "scatter_reduce_op": lambda m, x: x.scatter_reduce(0, m.zeros(1, 3, dtype=m.int64), x,
                                                        "median"),
+    # a product's operand that is no tensor is named (it used to be an AttributeError)
+    "matmul_not_tensor": lambda m, x: m.matmul(x, 3),
+    "matmul_list": lambda m, x: m.matmul([[1.0]], x),
+    "mm_not_tensor": lambda m, x: m.mm(3, x),
+    "bmm_not_tensor": lambda m, x: m.bmm(x, 3),
+    "dot_not_tensor": lambda m, x: m.dot(m.ones(2), 3),
+    "mv_not_tensor": lambda m, x: m.mv(x, [1.0, 2.0, 3.0]),
 }
 # messages PyTorch words differently in detail; the exception class must still match
 CLASS_ONLY = {"bool_many", "where_cond", "linalg_int", "len_0d", "randint_range",
