@@ -1,64 +1,22 @@
-"""Core's op library: the public functions of the built-in ops (``torcia.add``,
-``torcia.sum``, ``torcia.conv2d``...), one module per family of ops.
-
-It is ``_oplib`` and not ``ops`` because :mod:`torcia.ops` is PyTorch's ``torch.ops``, the
-namespace of registered custom ops (``torcia.ops.myns.myop``); these functions reach
-``torcia``'s namespace through each family's ``__all__``, and Tensor's methods through its
-``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
-
-The families import each other in one direction, at their tops: ``_common`` imports no
-family, and the others import only it (and :mod:`torcia._ops`, below them all, where the
-elementwise functions, the views, ``cat``, ``tensor[key]``, ``conj``, ``matmul`` and the
-other functions written beside their declarations are). None imports :mod:`torcia.linalg`
-or :mod:`torcia.fft`, which import from here (what they call of those, the transforms' op
-calls, the norms, ``inv``, ``det``..., are written next to their ops' declarations in
-:mod:`torcia._ops`), nor a service such as :mod:`torcia.amp` (the autocast policy is
-``torcia._autocast``'s).
+"""torcia's namespace of ops, assembled: the public functions of the built-in ops
+(``torcia.add``, ``torcia.sum``, ``torcia.conv2d``...), each written beside its
+declaration in its family module of :mod:`torcia._ops` (``unary``, ``binary``,
+``pointwise``, ``reduce``, ``scan``, ``views``, ``movement``, ``indexing``, ``sorting``,
+``linalg``, ``complex_numbers``, ``creation``, ``random``, ``spectral`` and the ``nn_*``
+families), gathered here with the modules of this package, which hold no op's function:
 
 ===================  =====================================================================
-``unary``            the ops of one input (``exp``, ``abs``...), ``positive``, ``deg2rad``,
-                     ``isreal``, ``frexp``: in :mod:`torcia._ops.unary`, beside their
-                     declarations
-``binary``           the ops of two inputs and comparisons (``mul``, ``eq``...),
-                     ``add``/``div``/``isclose``/``gcd``...: in :mod:`torcia._ops.binary`,
-                     beside their declarations
-``pointwise``        ``clamp``, ``where``, ``lerp``, ``addcmul``, ``nan_to_num``, ``round``,
-                     ``to_dtype``: in :mod:`torcia._ops.pointwise`, beside their declarations
-``views``            views: ``view``, ``reshape``, ``permute``, ``expand``, ``t_``,
-                     ``resize_``...: in :mod:`torcia._ops.views`, beside their declarations
-``movement``         ``cat``, ``stack``, ``split``, ``flip``, ``repeat``, ``tril``: in
-                     :mod:`torcia._ops.movement`, beside their declarations
-``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
-                     ``index_*``, masked ops: in :mod:`torcia._ops.indexing`, beside their
-                     declarations
-``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
-                     :mod:`torcia._ops.sorting`, beside their declarations
-``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``: in
-                     :mod:`torcia._ops.linalg`, beside the products' declarations
-``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``: in
-                     :mod:`torcia._ops.complex_numbers`, beside their declarations
-``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
-                     transforms' declarations
-``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
+``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...,
+                     made from the declarations
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
+``_common``          the Examples sections of the in-place methods and aliases
 ===================  =====================================================================
 
-``_common``          holds the Examples sections of the in-place methods and aliases.
-
-The reductions and scans, the activations and softmax, the convolutions and pooling, the
-normalisations (batch, layer, group, instance and RMS norm, the synchronised batch-norm
-pieces), the embedding and the losses at ``torch.*``, the RNN/LSTM/GRU cells and
-sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial``, the
-in-place random fills and the dropout family, and the factories (``zeros``,
-``arange``..., index grids, strided ``empty``, ``frombuffer``, ``torch.range``) have no
-row above: their public functions are all written beside their declarations, in
-:mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`, :mod:`torcia._ops.nn_activation`,
-:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm`,
-:mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`, :mod:`torcia._ops.random` and
-:mod:`torcia._ops.creation`, which stand among the families in their place. The modules
-of this package hold no op's public function: PyTorch's other names, made from the
-declarations (``aliases``), and what is no op (``runtime``, ``properties``).
+``torcia``'s namespace takes each family's ``__all__``, Tensor's methods its ``METHODS``
+and ``INPLACE`` (attached by :mod:`torcia._methods`). It is ``_oplib`` and not ``ops``
+because :mod:`torcia.ops` is PyTorch's ``torch.ops``, the namespace of registered custom
+ops (``torcia.ops.myns.myop``).
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
