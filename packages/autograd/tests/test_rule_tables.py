@@ -32,9 +32,24 @@ def _resolved(name, table):
                                    if op not in ENGINE_NODES})
 
 
+def _autograds_own(table):
+    """The rows autograd writes itself. An op a plugin defines gets its formulas in the
+    tables when the engine meets it, and they stay after the plugin is unregistered (as
+    the tests that define ops in this process do): those rows name no op then."""
+    def own(row):
+        fn = getattr(row, "fn", row)
+        if not callable(fn):
+            # a name or a flag is the row itself; a plugin op's row without gradients
+            # holds fn None
+            return fn is row
+        return fn.__module__.startswith("torcia.autograd.")
+    return {op: row for op, row in table.items() if own(row)}
+
+
 @pytest.mark.parametrize("name", TABLES)
 def test_every_autograd_table_builds_against_the_installed_op_records(name):
-    assert _resolved(name, TABLES[name]).keys() == TABLES[name].keys() - ENGINE_NODES
+    table = _autograds_own(TABLES[name])
+    assert _resolved(name, table).keys() == table.keys() - ENGINE_NODES
 
 
 def test_the_engine_nodes_are_rows_and_no_op():
@@ -45,4 +60,4 @@ def test_the_engine_nodes_are_rows_and_no_op():
 @pytest.mark.parametrize("name", TABLES)
 def test_a_stale_name_in_an_autograd_table_is_refused(name):
     with pytest.raises(KeyError, match=f"{name}: no op named 'no_such_op'"):
-        _resolved(name, {**TABLES[name], "no_such_op": None})
+        _resolved(name, {**_autograds_own(TABLES[name]), "no_such_op": None})
