@@ -43,7 +43,7 @@ class FusionOps(NamedTuple):
     binary: dict
     #: comparisons, by their C++ operator (their bool is a mask of a backward)
     compare: dict
-    #: reductions: (accumulator's initial value, how it takes an element)
+    #: the reductions, each as (its accumulator's initial value, how it takes an element)
     reduce: dict
     #: first derivatives of activations, ``activation_backward(g, y, activation=...)``,
     #: by activation: C++ over the gradient ``a`` and the saved tensor ``b``
