@@ -203,12 +203,13 @@ def test_relu_gradient_is_zero_where_the_input_is_not_positive():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rows", ["offset", "outlier_first", "constant"])
-def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
+@pytest.mark.parametrize("d", [45, 300])
+def test_layer_norm_backward_rows_far_from_zero(dtype, rows, d):
     """The backward's one-pass statistics (sums about each row's first element) against
     the reference's two-pass ones: rows with a mean 1e4 standard deviations from zero, a
     first element far from the rest, a constant row (variance 0), 16-row blocks and a
-    tail of rows."""
-    x = RNG.standard_normal((37, 45))
+    tail of rows; rows short enough for the column-strip pass and long ones."""
+    x = RNG.standard_normal((37, d))
     if rows == "offset":
         x = 1e4 + x
     elif rows == "outlier_first":
@@ -217,7 +218,7 @@ def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
         x[:] = 2.5
     x = x.astype(dtype)
     g = RNG.standard_normal(x.shape).astype(dtype)
-    w = RNG.standard_normal(45).astype(dtype)
+    w = RNG.standard_normal(d).astype(dtype)
     wide = REF.layer_norm_backward(g.astype(np.float64), x.astype(np.float64),
                                    w.astype(np.float64), 1, 1e-5)
     tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
