@@ -24,7 +24,7 @@ PUBLIC_NAMES = {
     "getitem": lambda: torcia.Tensor.__getitem__,
     "index_put": lambda: torcia.Tensor.__setitem__,
     "uniform": lambda: torcia.Tensor.uniform_,
-    "pad": lambda: torcia._oplib.views.pad,  # torcia.nn.functional.pad in torcia-nn
+    "pad": lambda: torcia._ops.movement.pad,  # torcia.nn.functional.pad in torcia-nn
     "linalg_lu_permutation": lambda: torcia.lu_unpack,
     "linalg_geqrf": lambda: torcia.geqrf,
     "fft_c2c": lambda: torcia.fft.fft, "fft_r2c": lambda: torcia.fft.rfft,

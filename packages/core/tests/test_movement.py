@@ -206,14 +206,14 @@ def test_masked_select():
     ("circular", (1, 1), [[3, 1, 2, 3, 1], [6, 4, 5, 6, 4]]),
 ])
 def test_pad_last_dim(mode, pad, expected):
-    from torcia._oplib.views import pad as pad_fn
+    from torcia._ops.movement import pad as pad_fn
 
     x = torcia.tensor([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]])
     assert pad_fn(x, pad, mode=mode)[0].tolist() == expected
 
 
 def test_pad_two_dims_and_errors():
-    from torcia._oplib.views import pad
+    from torcia._ops.movement import pad
 
     x = torcia.ones(1, 1, 2, 2)
     y = pad(x, (1, 0, 0, 2), value=5.0)  # last dim (1, 0), then dim 2 (0, 2)
@@ -229,7 +229,7 @@ def test_pad_two_dims_and_errors():
 @pytest.mark.torch
 def test_pad_matches_torch():
     torch = pytest.importorskip("torch")
-    from torcia._oplib.views import pad
+    from torcia._ops.movement import pad
 
     data = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
     for mode in ("constant", "reflect", "replicate", "circular"):

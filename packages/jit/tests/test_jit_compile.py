@@ -207,7 +207,10 @@ def test_self_attention_with_one_tensor_then_three():
     x = torcia.randn(5, 1, 4)
     q, k, v = torcia.randn(5, 1, 4), torcia.randn(5, 1, 4), torcia.randn(5, 1, 4)
     for compiled in (torcia.jit.script(mha), torcia.jit.trace(mha, (x, x, x))):
-        assert torcia.equal(compiled(x, x, x)[0], mha(x, x, x)[0])
+        # the module projects one tensor given three times with one (5, 4) x (4, 12)
+        # product, the program with three (5, 4) x (4, 4) ones: the BLAS may pick other
+        # kernels for the two shapes (MKL does on AMD CPUs), so the last bits may differ
+        assert torcia.allclose(compiled(x, x, x)[0], mha(x, x, x)[0], rtol=1e-6, atol=1e-7)
         assert torcia.allclose(compiled(q, k, v)[0], mha(q, k, v)[0], atol=1e-6)
 
 

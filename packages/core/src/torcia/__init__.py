@@ -103,33 +103,11 @@ def _load_overrides():
 _tensor_module.OVERRIDES.load = _load_overrides
 _opdef.PUBLIC = sys.modules[__name__]  # the public functions that document the op records
 from torcia._creation import (  # noqa: E402
-    arange,
     as_tensor,
     asarray,
-    bernoulli,
-    empty,
-    empty_like,
-    eye,
     from_dlpack,
     from_numpy,
-    full,
-    full_like,
-    linspace,
-    logspace,
-    multinomial,
-    normal,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    randperm,
     tensor,
-    zeros,
-    zeros_like,
 )
 from torcia._grad_mode import (  # noqa: E402
     enable_grad,

@@ -43,7 +43,7 @@ LOWER_PRECISION = {
     }),
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
-#: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
+#: log, pow... on CUDA, see :mod:`torcia._ops.unary` and ``binary``; prod, sum, cumsum...,
 #: :mod:`torcia._ops.reduce`; softmax, layer_norm..., :mod:`torcia._ops.nn_norm`; the
 #: solvers, factorizations and norms, :mod:`torcia._ops.linalg_solves` and its siblings).
 FLOAT32 = {

@@ -21,10 +21,11 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 
-from torcia import _creation, _meta, _oprecords, backend, plugins
+from torcia import _meta, _oprecords, backend, plugins
 from torcia._dtype import dtype, from_numpy_dtype
 from torcia._grad_mode import no_grad
 from torcia._opdef import OpDef
+from torcia._ops import creation
 from torcia._tensor import Tensor, call
 
 __all__ = ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
@@ -427,7 +428,7 @@ class CustomOpDef:
                                "necessary for the meta device and torch.compile to work. "
                                f"Please use `{self._name}.register_fake` to add an fake "
                                "impl.")
-        inputs = [_creation.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
+        inputs = [creation.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
                   if isinstance(m, _meta.Meta) else m for m in metas]
         out = self._run(self._fake, inputs)
         outs = out if isinstance(out, tuple) else (out,)
@@ -447,7 +448,7 @@ class CustomOpDef:
         if self._setup_context is not None:
             self._setup_context(ctx, tuple(inputs), result)
         if ctx.materialize_grads:
-            grads = [_creation.zeros_like(o) if g is None else g
+            grads = [creation.zeros_like(o) if g is None else g
                      for g, o in zip(grads, outputs, strict=True)]
         got = self._backward(ctx, *grads)
         got = got if isinstance(got, tuple) else (got,)

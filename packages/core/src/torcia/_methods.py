@@ -14,9 +14,9 @@ from torcia import _dtype as D
 from torcia import _legacy, _oplib, _shared_memory, _storage, linalg, special
 from torcia import ops as _oplist
 from torcia._grad_mode import STATE
-from torcia._oplib import elementwise, indexing, properties
-from torcia._oplib._common import _readable_value
-from torcia._ops import nn_activation, random
+from torcia._oplib import elementwise, properties
+from torcia._oplib._common import _inplace_example, _readable_value
+from torcia._ops import creation, indexing, nn_activation, pointwise, random
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -86,7 +86,7 @@ def _make_inplace(fn):
 
     method.__name__ = fn.__name__ + "_"
     method.__doc__ = (f"In-place version of :meth:`Tensor.{fn.__name__}`."
-                      + elementwise._inplace_example(fn.__name__))
+                      + _inplace_example(fn.__name__))
     return method
 
 
@@ -108,7 +108,7 @@ def masked_fill_(self, mask, value):
     return inplace(_oplib.masked_fill, self, mask, value)
 
 
-masked_fill_.__doc__ += elementwise._inplace_example("masked_fill")
+masked_fill_.__doc__ += _inplace_example("masked_fill")
 Tensor.masked_fill_ = masked_fill_
 for _name, _fn in _storage.METHODS.items():
     setattr(Tensor, _name, _fn)
@@ -189,7 +189,7 @@ Tensor.__rmod__ = _reflected("mod")
 Tensor.__pow__ = _forward("pow")
 Tensor.__rpow__ = _reflected("pow")
 Tensor.__matmul__ = lambda self, other: _oplib.matmul(self, other)
-Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(elementwise._tensor_arg(other), self)
+Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(pointwise.tensor_arg(other), self)
 Tensor.__neg__ = lambda self: _oplib.neg(self)
 Tensor.__pos__ = lambda self: elementwise.positive(self)
 Tensor.__abs__ = lambda self: _oplib.abs(self)
@@ -409,14 +409,14 @@ def _new_kw(self, dtype, device):
     return {"dtype": dtype or self.dtype, "device": device or self.device}
 
 
-Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: C.zeros(
-    *size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
-Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: C.ones(
-    *size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
-Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: C.empty(
-    *size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: \
+    creation.zeros(*size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: \
+    creation.ones(*size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: \
+    creation.empty(*size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
 Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: \
-    C.full(size, fill_value, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+    creation.full(size, fill_value, requires_grad=requires_grad, **_new_kw(self, dtype, device))
 Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: C.tensor(
     data, requires_grad=requires_grad, **_new_kw(self, dtype, device))
 
@@ -425,7 +425,7 @@ Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=Fa
 
 
 def _all_true(t):
-    return C.ones(t.shape, dtype=D.bool_, device=t.device)
+    return creation.ones(t.shape, dtype=D.bool_, device=t.device)
 
 
 def fill_(self, value):
@@ -441,7 +441,7 @@ def fill_(self, value):
             return inplace(lambda s, v: _oplib.masked_fill(s, _all_true(s), v), self, value)
         value = number
     return inplace(lambda s: _oplib.masked_fill(s, _all_true(s), value) if s._requires_grad
-                   else C.full_like(s, value), self)
+                   else creation.full_like(s, value), self)
 
 
 def zero_(self):
@@ -465,14 +465,14 @@ def copy_(self, src, non_blocking=False):
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
     """Fill in place with samples uniform on [a, b) (``from``/``to`` accepted too)."""
     a, b = kw.get("from", a), kw.get("to", b)
-    kernel = C.drawing(self._device, "uniform")
+    kernel = random.drawing(self._device, "uniform")
     dtype, rng = self.dtype.to_numpy(), rng_of(generator)
     return _fill_drawn(self, lambda shape: kernel(shape, float(a), float(b), dtype, rng))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with normal samples."""
-    kernel = C.drawing(self._device, "normal")
+    kernel = random.drawing(self._device, "normal")
     dtype, rng = self.dtype.to_numpy(), rng_of(generator)
     return _fill_drawn(self, lambda shape: kernel(shape, float(mean), float(std), dtype, rng))
 
@@ -547,12 +547,12 @@ Tensor.exponential_ = exponential_
 
 
 def bernoulli(self, p=None, *, generator=None):
-    return C.bernoulli(self, p, generator=generator)
+    return random.bernoulli(self, p, generator=generator)
 
 
 Tensor.bernoulli = bernoulli
 Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: \
-    C.multinomial(self, num_samples, replacement, generator=generator)
+    random.multinomial(self, num_samples, replacement, generator=generator)
 
 
 # ----- autograd-facing methods (the engine does the work) --------------------------------
@@ -633,7 +633,7 @@ Tensor.names = property(lambda self: (None,) * self.ndim)
 
 def _add_inplace_example(fn, name, function):
     if callable(fn) and ">>>" not in (fn.__doc__ or ""):
-        example = elementwise._inplace_example(name[:-1], function=function)
+        example = _inplace_example(name[:-1], function=function)
         if example:
             fn.__doc__ = (fn.__doc__ or "").rstrip() + example
 

@@ -20,10 +20,11 @@ PUBLIC: types.ModuleType | None = None
 #: reach them here, the family modules of :mod:`torcia._ops` being below the Tensor class.
 CALL: Callable | None = None
 RAN: Callable | None = None
-#: ``draw(op, device, params)`` -> Tensor, torcia._creation's run of an op without tensor
-#: inputs on a device through the dispatch modes (vmap batches it, a tracer records it),
-#: set by that module as it loads: the random ops' decompositions draw with it
-DRAW: Callable | None = None
+#: :mod:`torcia._tensor`, set by that module as it loads: the creation and random ops'
+#: public functions, written in :mod:`torcia._ops.creation` and :mod:`torcia._ops.random`
+#: below it, make their tensors with its ``Tensor``, ``canonical_device`` and
+#: ``DECOMPOSITIONS``, and draw through its dispatch modes (``MODES``)
+TENSOR: types.ModuleType | None = None
 #: ``torcia._autocast.autocast_as``, set by that module as it loads: the public functions
 #: written in :mod:`torcia._ops` that autocast takes as one op (``torcia.linalg.solve``)
 #: reach it here, that module being above the family modules
@@ -35,6 +36,27 @@ AUTOCAST_WHERE_LISTED: Callable | None = None
 #: written in :mod:`torcia._ops` (``torcia.conj_physical_``, ``functional.elu(x,
 #: inplace=True)``) write their result back with it
 INPLACE: Callable | None = None
+#: ``torcia._storage.storage_size`` and ``torcia._storage.inplace_view``, set by that module
+#: as it loads: ``as_strided`` (written in :mod:`torcia._ops.views`) checks its bounds
+#: against the storage's size, and the in-place views (``t_``, ``squeeze_``...) make their
+#: tensor a view of its old memory, that module being above the family modules
+STORAGE_SIZE: Callable | None = None
+INPLACE_VIEW: Callable | None = None
+#: ``torcia._tensor.write_inplace`` and ``torcia._tensor.check_overlap``, set by that module
+#: as it loads: ``tensor[key] = value`` (written in :mod:`torcia._ops.indexing`) writes the
+#: indexed region in place with them, checking the value's overlap itself
+WRITE_INPLACE: Callable | None = None
+CHECK_OVERLAP: Callable | None = None
+
+#: ``torcia._tensor.result_type``, set by that module as it loads: the public functions
+#: written in :mod:`torcia._ops` promote their operands with it (``clamp``'s bounds)
+RESULT_TYPE: Callable | None = None
+#: ``torcia._tensor.unary`` and ``binary`` (torcia._speedups' where they replace them), set
+#: by that module as it loads: the public functions of the elementwise ops, made in
+#: :mod:`torcia._ops.unary` and ``binary``, dispatch with them (binding them once, on
+#: their first call: the hottest path)
+UNARY: Callable | None = None
+BINARY: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

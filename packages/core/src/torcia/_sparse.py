@@ -30,6 +30,7 @@ from torcia import _creation, _oplib
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr, strided
+from torcia._ops import creation
 from torcia._tensor import Size, Tensor, _wrap_dim
 from torcia._wrapped import WrappedTensor
 
@@ -347,7 +348,7 @@ class SparseCooTensor(_SparseBase):
         return SparseCooTensor(idx, values, self._size, self._coalesced)
 
     def _empty_like(self):
-        return SparseCooTensor(_creation.zeros(self.sparse_dim(), 0, dtype=D.int64,
+        return SparseCooTensor(creation.zeros(self.sparse_dim(), 0, dtype=D.int64,
                                                device=self.device),
                                self._values_t.new_zeros((0, *self._values_t.shape[1:])),
                                self._size, True)
@@ -430,7 +431,7 @@ class SparseCooTensor(_SparseBase):
         if len(unique) == len(linear) and np.all(np.diff(linear) > 0):
             values = self._values_t  # already sorted and unique: nothing to add
         else:
-            values = _creation.zeros(len(unique), *self._values_t.shape[1:],
+            values = creation.zeros(len(unique), *self._values_t.shape[1:],
                                      dtype=self.dtype, device=dev).index_add(
                 0, _index_tensor(inverse.reshape(-1), dev), self._values_t)
         return SparseCooTensor(idx, values, self._size, is_coalesced=True)
@@ -549,7 +550,7 @@ def _scatter_into(dense, s: SparseCooTensor) -> Tensor:
     rest = tuple(s._size[sd:])
     dtype = s.dtype if dense is None else D.promote_types(dense.dtype, s.dtype)
     if dense is None:
-        flat = _creation.zeros(math.prod(dims), *rest, dtype=dtype, device=s.device)
+        flat = creation.zeros(math.prod(dims), *rest, dtype=dtype, device=s.device)
     else:
         flat = dense.to(dtype).reshape(math.prod(dims), *rest)
     linear = _index_tensor(s._linear(), s.device)
@@ -605,8 +606,8 @@ class SparseCompressedTensor(_SparseBase):
     def _empty_like(self):
         n_comp = self._size[0] if self._layout is sparse_csr else self._size[1]
         return SparseCompressedTensor(
-            _creation.zeros(n_comp + 1, dtype=D.int64, device=self.device),
-            _creation.zeros(0, dtype=D.int64, device=self.device),
+            creation.zeros(n_comp + 1, dtype=D.int64, device=self.device),
+            creation.zeros(0, dtype=D.int64, device=self.device),
             self._values_t.new_zeros((0,)), self._size, self._layout)
 
     def _assign(self, other):
@@ -930,8 +931,8 @@ def sparse_coo_tensor(indices, values=None, size=None, dtype=None, device=None,
             raise TypeError("sparse_coo_tensor() missing 1 required positional argument: "
                             "'values'")
         shape = (indices,) if isinstance(indices, int) else tuple(int(s) for s in indices)
-        return sparse_coo_tensor(_creation.zeros(len(shape), 0, dtype=D.int64, device=device),
-                                 _creation.zeros(0, dtype=dtype or D.get_default_dtype(),
+        return sparse_coo_tensor(creation.zeros(len(shape), 0, dtype=D.int64, device=device),
+                                 creation.zeros(0, dtype=dtype or D.get_default_dtype(),
                                                  device=device),
                                  shape, requires_grad=requires_grad, is_coalesced=True)
     idx = indices if isinstance(indices, Tensor) else _creation.tensor(indices)
@@ -1227,7 +1228,7 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     rows = prod._indices_t[0]
     k = mat2.shape[1]
     r = rows.reshape(-1, 1).expand(rows.shape[0], k).reshape(-1)
-    c = _creation.arange(k, device=rows.device).repeat(rows.shape[0])
+    c = creation.arange(k, device=rows.device).repeat(rows.shape[0])
     idx = _oplib.cat([input._indices_t, _oplib.stack([r, c], 0)], 1)
     vals = _oplib.cat([input._values_t * beta, prod._values_t.reshape(-1) * alpha], 0)
     return SparseCooTensor(idx, vals, input.shape)
@@ -1258,8 +1259,8 @@ def smm(input, mat2):
     tensor([[6.],
             [1.]])
     """
-    empty = SparseCooTensor(_creation.zeros(2, 0, dtype=D.int64, device=mat2.device),
-                            _creation.zeros(0, dtype=mat2.dtype, device=mat2.device),
+    empty = SparseCooTensor(creation.zeros(2, 0, dtype=D.int64, device=mat2.device),
+                            creation.zeros(0, dtype=mat2.dtype, device=mat2.device),
                             (input.shape[0], mat2.shape[1]))
     return sspaddmm(empty, input, mat2)
 

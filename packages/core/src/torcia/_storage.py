@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _opdef
 from torcia._grad_mode import STATE
 from torcia._tensor import AUTOGRAD, Tensor, _address, canonical_device
 from torcia.backend import CPU
@@ -71,6 +72,29 @@ def storage_size(t: Tensor) -> int:
     if not root.size:
         return 0
     return 1 + sum((n - 1) * abs(s) for n, s in zip(root.shape, root.strides)) // root.itemsize
+
+
+def inplace_view(self, view_fn, *args):
+    """Make ``self`` the view ``view_fn(self, *args)``, as PyTorch's ``t_`` and friends: same
+    storage, new shape and strides, and (when recording) the view's node as history."""
+    recording = self._requires_grad and STATE.enabled
+    if recording:
+        AUTOGRAD.engine.check_inplace(self)
+    out = view_fn(self, *args)
+    if self._base is None:
+        # self becomes a view of its old memory (which stays its storage, for
+        # storage_offset and as_strided)
+        self._base = holder(self)
+    self._data = out._data
+    if recording:
+        self.grad_fn = out.grad_fn
+        self._out_nr = out._out_nr
+    self._vc[0] += 1
+    return self
+
+
+# the public functions of torcia._ops.views, below the Tensor class, reach these here
+_opdef.STORAGE_SIZE, _opdef.INPLACE_VIEW = storage_size, inplace_view
 
 
 def _host(arr, device):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import threading
 import types
 
@@ -1109,6 +1110,9 @@ def result_type(*operands) -> D.dtype:
     return D.result_type_of(dims, zeros, scalars)
 
 
+_opdef.RESULT_TYPE = result_type
+
+
 #: NumPy's words for a dtype it has no loop or routine for
 _NO_LOOP = ("not supported for the input types", "did not contain a loop with signature",
             "unsupported in linalg", "Invalid integer data type", "data type not inexact")
@@ -1264,6 +1268,7 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
 
 
 _opdef.INPLACE = inplace
+_opdef.TENSOR = sys.modules[__name__]
 
 
 #: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,
@@ -1372,6 +1377,9 @@ def check_overlap(self: Tensor, args=()) -> None:
                     "clone() the tensor before performing the operation.")
 
 
+_opdef.WRITE_INPLACE, _opdef.CHECK_OVERLAP = write_inplace, check_overlap
+
+
 def _address(arr) -> int:
     """The address of an array's first element (NumPy's or CuPy's)."""
     iface = getattr(arr, "__array_interface__", None)
@@ -1454,3 +1462,4 @@ NATIVE_DISPATCH = _speedups is not None and _speedups.setup_dispatch(
     np.zeros(3, np.float32))
 if NATIVE_DISPATCH:
     call, binary, unary, binary_inplace = NATIVE_DISPATCH
+_opdef.UNARY, _opdef.BINARY = unary, binary

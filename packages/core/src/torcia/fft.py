@@ -19,11 +19,11 @@ tensor([1., 2., 3.])
 from __future__ import annotations
 
 from torcia import _dtype as D
-from torcia._creation import arange
+from torcia._ops.creation import arange
+from torcia._ops.movement import roll
 from torcia._ops.spectral import c2c as _c2c
 from torcia._ops.spectral import c2r as _c2r
 from torcia._ops.spectral import r2c as _r2c
-from torcia._ops.views import roll
 from torcia._tensor import Tensor  # noqa: F401  (torch.fft.Tensor: PyTorch's module has the name)
 
 # ----- one dim ------------------------------------------------------------------------------

@@ -84,7 +84,6 @@ from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
 from torcia._oplib import nn as _nn
 from torcia._oplib import runtime as _runtime
-from torcia._oplib.views import pad
 from torcia._oprecords import (
     OpRegistry,
     device_ops,
@@ -95,11 +94,14 @@ from torcia._oprecords import (
     plugin_ops,
     primitives,
 )
+from torcia._ops import linalg as _linalg
+from torcia._ops import movement as _movement
 from torcia._ops import nn_activation as _nn_activation
 from torcia._ops import nn_conv as _nn_conv
 from torcia._ops import nn_loss as _nn_loss
 from torcia._ops import nn_norm as _nn_norm
 from torcia._ops import nn_pool as _nn_pool
+from torcia._ops.movement import pad
 from torcia._ops.nn_conv import batched, check_geometry, ntuple, unbatch
 from torcia._ops.nn_pool import pool_geometry
 from torcia._tensor import (
@@ -179,7 +181,8 @@ def _functional() -> types.ModuleType:
     """The module :data:`functional`: each NN family's ``FUNCTIONAL`` forms."""
     module = types.ModuleType(f"{__name__}.functional", _FUNCTIONAL_DOC)
     forms = {name: getattr(family, name)
-             for family in (_nn_activation, _nn_conv, _nn_pool, _nn_norm, _nn_loss, _nn)
+             for family in (_movement, _linalg, _nn_activation, _nn_conv, _nn_pool, _nn_norm,
+                            _nn_loss, _nn)
              for name in family.FUNCTIONAL}
     vars(module).update(forms, __all__=sorted(forms))
     return module

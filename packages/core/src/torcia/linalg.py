@@ -21,9 +21,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
-from torcia._creation import arange, zeros
-from torcia._oplib.elementwise import to_dtype
-from torcia._oplib.views import cat
+from torcia._oplib._common import to_dtype
 from torcia._ops._common import return_type
 
 # the functions that run one op are written next to its declaration, in the op families
@@ -37,6 +35,7 @@ from torcia._ops._linalg import (
     check_system,
     eye_like,
 )
+from torcia._ops.creation import arange, zeros
 from torcia._ops.linalg import matmul
 from torcia._ops.linalg_factorizations import (
     cholesky,
@@ -56,6 +55,7 @@ from torcia._ops.linalg_factorizations import (
 )
 from torcia._ops.linalg_functions import matrix_exp, matrix_norm, vector_norm
 from torcia._ops.linalg_solves import det, inv, lstsq, pinv, slogdet, solve, solve_triangular
+from torcia._ops.movement import cat
 from torcia._tensor import _torch_name, _wrap_dim
 
 _CholeskyEx = return_type("linalg_cholesky_ex", ("L", "info"))

@@ -15,14 +15,14 @@ optional tensor, Python scalars as they are) and the op's parameters as keywords
 
 from torcia import _ops
 
-# --- elementwise, one input, declared in torcia._ops.elementwise: integer inputs promote
+# --- elementwise, one input, declared in torcia._ops.unary: integer inputs promote
 # to the default float dtype; dtype preserved; bool output ---------------------------------
 UNARY_FLOAT = _ops.names("unary_float")
 UNARY_SAME = _ops.names("unary_same")
 UNARY_BOOL = _ops.names("unary_bool")
 
 # --- elementwise, two inputs with broadcasting and type promotion, declared in
-# torcia._ops.elementwise: results in the promoted dtype; promoted to floating point; bool
+# torcia._ops.binary: results in the promoted dtype; promoted to floating point; bool
 BINARY = _ops.names("binary")
 BINARY_FLOAT = _ops.names("binary_float")
 COMPARE = _ops.names("compare")
@@ -64,8 +64,8 @@ REDUCE = _ops.names("reduce")
 REDUCE_INDEX = _ops.names("reduce_index")
 SCAN = _ops.names("scan")
 
-# --- shape and movement, declared in torcia._ops.views; VIEW return views as PyTorch's --
-VIEW = _ops.names("view")  # declared in torcia._ops.views, as MOVEMENT
+# --- shape and movement, declared in torcia._ops.views and .movement; VIEW return views --
+VIEW = _ops.names("view")  # declared in torcia._ops.views, MOVEMENT in .movement
 MOVEMENT = _ops.names("movement")
 
 # --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------

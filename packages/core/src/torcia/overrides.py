@@ -40,8 +40,8 @@ import sys
 import threading
 import types as _types
 
-from torcia import _creation
 from torcia._dtype import dtype as _dtype
+from torcia._ops import creation
 from torcia._tensor import Size, Tensor, _torch_function_of, disabled_torch_function_impl
 from torcia.backend import device as _device
 
@@ -294,7 +294,7 @@ def _convert(result, cls, args):
 
 @functools.cache
 def _layout_compatible(a, b) -> bool:
-    probe = _creation.empty(0)
+    probe = creation.empty(0)
     try:
         probe.__class__ = a
         probe.__class__ = b

@@ -34,6 +34,7 @@ import numpy as np
 
 from torcia import _creation, _sparse
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr
+from torcia._ops import creation
 from torcia._ops.linalg import SPARSE_PRODUCTS
 from torcia._sparse import (
     SparseCompressedTensor,
@@ -266,7 +267,7 @@ def _softmax(input, dim, dtype, log: bool):
     # the maximum only steadies exp: a constant of the gradient
     shifted = values - _creation.tensor(peak, device=s.device)[g]
     exp = shifted.exp()
-    total = _creation.zeros(n_groups, *values.shape[1:], dtype=values.dtype,
+    total = creation.zeros(n_groups, *values.shape[1:], dtype=values.dtype,
                             device=s.device).index_add(0, g, exp)
     out = shifted - total.log()[g] if log else exp / total[g]
     return SparseCooTensor(s._indices_t, out, s.shape, True)

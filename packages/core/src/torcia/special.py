@@ -25,11 +25,11 @@ import types
 
 from torcia import _dtype, _oplib
 from torcia import ops as _oplist
-from torcia._creation import arange
-from torcia._oplib._common import _to_float
-from torcia._oplib.elementwise import digamma, lgamma, sigmoid, to_dtype
+from torcia._oplib._common import _to_float, to_dtype
+from torcia._oplib.elementwise import digamma, lgamma, sigmoid
 from torcia._ops import DECLARED
 from torcia._ops._common import examples_section
+from torcia._ops.creation import arange
 from torcia._ops.nn_norm import log_softmax as _log_softmax
 from torcia._ops.nn_norm import softmax as _softmax
 from torcia._tensor import Tensor, _torch_name, binary, call, unary

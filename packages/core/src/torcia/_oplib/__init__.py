@@ -7,19 +7,25 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 The families import each other in one direction, at their tops: ``_common`` imports no
-family; ``views``, ``elementwise`` and ``indexing`` follow in that order, each importing
-only those before it (and :mod:`torcia._ops`, below them all, where ``conj``, ``matmul``
-and the other complex-number and product functions are), and the other families import
-these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here
-(what they call of those, the transforms' op calls, the norms, ``inv``, ``det``..., are
-written next to their ops' declarations in :mod:`torcia._ops`), nor a service such as
-:mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
+family; ``elementwise`` follows, importing only it (and :mod:`torcia._ops`, below them all,
+where the views, ``cat``, ``tensor[key]``, ``conj``, ``matmul`` and the other functions
+written beside their declarations are), and the other families import these. None
+imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here (what they call of
+those, the transforms' op calls, the norms, ``inv``, ``det``..., are written next to their
+ops' declarations in :mod:`torcia._ops`), nor a service such as :mod:`torcia.amp` (the
+autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
-``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
-``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
+``elementwise``      unary, binary and comparison ops, ``add``/``div``/``isclose``/``gcd``...
+``pointwise``        ``clamp``, ``where``, ``lerp``, ``addcmul``, ``nan_to_num``, ``round``: in
+                     :mod:`torcia._ops.pointwise`, beside their declarations
+``views``            views: ``view``, ``reshape``, ``permute``, ``expand``, ``t_``,
+                     ``resize_``...: in :mod:`torcia._ops.views`, beside their declarations
+``movement``         ``cat``, ``stack``, ``split``, ``flip``, ``repeat``, ``tril``: in
+                     :mod:`torcia._ops.movement`, beside their declarations
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
-                     ``index_*``, masked ops
+                     ``index_*``, masked ops: in :mod:`torcia._ops.indexing`, beside their
+                     declarations
 ``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
                      :mod:`torcia._ops.sorting`, beside their declarations
 ``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``: in
@@ -28,7 +34,7 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
                      :mod:`torcia._ops.complex_numbers`, beside their declarations
 ``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
                      transforms' declarations
-``nn``               dropout, pixel shuffles, distances
+``nn``               dropout
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
@@ -39,10 +45,10 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 The reductions and scans, the activations and softmax, the convolutions and pooling, the
 normalisations (batch, layer, group, instance and RMS norm, the synchronised batch-norm
 pieces), the embedding and the losses at ``torch.*``, the RNN/LSTM/GRU cells and
-sequences, ``poisson``, ``binomial`` and the in-place random fills, and the factories
-beyond :mod:`torcia._creation` (index grids, strided ``empty``, ``frombuffer``,
-``torch.range``) have no module here: their public functions are all written beside their
-declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
+sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial`` and the
+in-place random fills, and the factories (``zeros``, ``arange``..., index grids, strided
+``empty``, ``frombuffer``, ``torch.range``) have no module here: their public functions
+are all written beside their declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
 :mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
 :mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`,
 :mod:`torcia._ops.random` and :mod:`torcia._ops.creation`, which stand among the
@@ -52,22 +58,22 @@ families in their place.
 from torcia._oplib import (  # noqa: I001 - the load order of the families
     _common,
     elementwise,
-    views,
-    indexing,
     nn,
     aliases,
     runtime,
     properties,
 )
 from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
-from torcia._ops import random, reduce, scan
+from torcia._ops import indexing, movement, pointwise, random, reduce, scan, views
 from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
+from torcia._ops.pointwise import *  # noqa: F403
 from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
-from torcia._oplib.views import *  # noqa: F403
-from torcia._oplib.indexing import *  # noqa: F403
+from torcia._ops.views import *  # noqa: F403
+from torcia._ops.movement import *  # noqa: F403
+from torcia._ops.indexing import *  # noqa: F403
 from torcia._ops.sorting import *  # noqa: F403
 from torcia._ops.linalg import *  # noqa: F403
 from torcia._ops.complex_numbers import *  # noqa: F403
@@ -86,8 +92,8 @@ from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
 
 #: the op families, in load order
-FAMILIES = (elementwise, reduce, scan, views, indexing, sorting, linalg, complex_numbers,
-            creation, random,
+FAMILIES = (elementwise, pointwise, reduce, scan, views, movement, indexing, sorting, linalg,
+            complex_numbers, creation, random,
             spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
             runtime, properties)
 

@@ -6,8 +6,9 @@ table.
 from __future__ import annotations
 
 from torcia import ops as _oplist
-from torcia._oplib import elementwise, views
-from torcia._oplib.elementwise import _example, _inplace_example
+from torcia._oplib import elementwise
+from torcia._oplib._common import _example, _inplace_example
+from torcia._ops import movement, views
 
 #: the declared ops' other names (torcia.ops.ALIASES) and a view's
 ALIASES = {**_oplist.ALIASES, "row_stack": "vstack"}
@@ -28,7 +29,7 @@ tensor([[1, 2],
 
 
 def _alias(new, old):
-    fn = getattr(elementwise, old, None) or getattr(views, old)
+    fn = getattr(elementwise, old, None) or getattr(views, old, None) or getattr(movement, old)
 
     def alias(*args, **kwargs):
         return fn(*args, **kwargs)

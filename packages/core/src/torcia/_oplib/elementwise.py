@@ -1,236 +1,49 @@
-"""Element-wise ops: the generated unary, binary and comparison functions
-(``torcia.exp``, ``torcia.mul``, ``torcia.eq``...) and the ones with their own arguments
-(``add``'s ``alpha``, ``clamp``, ``where``, ``lerp``, ``addcmul``, ``logaddexp``, ``frexp``...).
+"""Element-wise ops: the unary, binary and comparison functions made from their
+declarations in :mod:`torcia._ops.unary` and ``binary`` (``torcia.exp``, ``torcia.mul``,
+``torcia.eq``...), exported here, and the ones with their own arguments
+(``add``'s ``alpha``, ``div``'s ``rounding_mode``, ``logaddexp``, ``frexp``...); those of
+the ops with parameters or three inputs (``clamp``, ``where``, ``lerp``, ``addcmul``...) are
+:mod:`torcia._ops.pointwise`'s.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
-import numbers
-import re
 import types
-import warnings
 
 import numpy as np
 
-from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import tensor
 from torcia._oplib._common import (
-    _nonzero_tuple,
     _operand_as,
     _return_type,
-    _tname,
     _to_float,
     to_dtype,
 )
-from torcia._oplib.views import broadcast_tensors
 from torcia._ops import DECLARED
-from torcia._ops._common import examples_section
+from torcia._ops import binary as _binary_ops
+from torcia._ops import unary as _unary_ops
 from torcia._ops.complex_numbers import imag
+from torcia._ops.creation import full_like, ones, zeros_like
+from torcia._ops.pointwise import scalar_first, tensor_arg, where
+from torcia._ops.views import broadcast_tensors
 from torcia._tensor import (
     Tensor,
     _as_operand,
-    _cpp_name,
     _torch_name,
     binary,
     call,
     inplace,
     result_type,
-    unary,
 )
 
-# The example of each in-place form of a function that is not an op declared in
-# torcia._ops (whose declarations carry theirs): the input, the arguments after it and
-# what the input holds afterwards.
-_INPLACE_EXAMPLES = {
-    "divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
-    "true_divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
-    "multiply": ("[1, 2]", "3", "tensor([3, 6])"),
-    "subtract": ("[5, 7]", "2", "tensor([3, 5])"),
-    "greater": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
-    "greater_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
-    "less": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
-    "less_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
-    "not_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 1.])"),
-    "clamp": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
-    "clip": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
-    "clamp_min": ("[-2.0, 0.5, 3.0]", "0.0", "tensor([0.0000, 0.5000, 3.0000])"),
-    "clamp_max": ("[-2.0, 0.5, 3.0]", "1.0", "tensor([-2.0000,  0.5000,  1.0000])"),
-    "lerp": ("[0.0, 10.0]", "torcia.tensor([10.0, 20.0]), 0.5", "tensor([ 5., 15.])"),
-    "addcmul": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=0.5",
-                "tensor([5.0000, 8.5000])"),
-    "addcdiv": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=2",
-                "tensor([2.0000, 2.2000])"),
-    "nan_to_num": ('[float("nan"), 1.0]', "nan=0.0", "tensor([0., 1.])"),
-    "round": ("[1.4, 2.6]", "", "tensor([1., 3.])"),
-    "index_fill": ("[1, 2, 3]", "0, torcia.tensor([0, 2]), 0", "tensor([0, 2, 0])"),
-    "cumsum": ("[1, 2, 3]", "0", "tensor([1, 3, 6])"),
-    "cumprod": ("[1, 2, 3]", "0", "tensor([1, 2, 6])"),
-    "addmv": ("[1.0, 1.0]", "torcia.eye(2), torcia.tensor([2.0, 3.0])", "tensor([3., 4.])"),
-    "addr": ("[[0.0, 0.0], [0.0, 0.0]]", "torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])",
-             "tensor([[3., 4.],\n        [6., 8.]])"),
-    "addmm": ("[[1.0, 0.0], [0.0, 1.0]]", "torcia.eye(2), torcia.tensor([[1.0, 2.0], [3.0, 4.0]])",
-              "tensor([[2., 2.],\n        [3., 5.]])"),
-    "addbmm": ("[[0.0, 0.0], [0.0, 0.0]]", "torcia.ones(2, 2, 3), torcia.ones(2, 3, 2)",
-               "tensor([[6., 6.],\n        [6., 6.]])"),
-    "baddbmm": ("[[[1.0, 1.0]]]", "torcia.ones(1, 1, 3), torcia.ones(1, 3, 2)",
-                "tensor([[[4., 4.]]])"),
-    "absolute": ("[-1.5, 2.0]", "", "tensor([1.5000, 2.0000])"),
-    "arccos": ("[1.0, 0.0]", "", "tensor([0.0000, 1.5708])"),
-    "arccosh": ("[1.0, 2.0]", "", "tensor([0.0000, 1.3170])"),
-    "arcsin": ("[0.0, 1.0]", "", "tensor([0.0000, 1.5708])"),
-    "arcsinh": ("[0.0, 1.0]", "", "tensor([0.0000, 0.8814])"),
-    "arctan": ("[0.0, 1.0]", "", "tensor([0.0000, 0.7854])"),
-    "arctanh": ("[0.0, 0.5]", "", "tensor([0.0000, 0.5493])"),
-    "arctan2": ("[1.0, 0.0]", "torcia.tensor([1.0, -1.0])", "tensor([0.7854, 3.1416])"),
-    "negative": ("[1, -2]", "", "tensor([-1,  2])"),
-    "fix": ("[-1.5, 1.5]", "", "tensor([-1.,  1.])"),
-    "deg2rad": ("[180.0, 90.0]", "", "tensor([3.1416, 1.5708])"),
-    "copysign": ("[1.0, 2.0]", "torcia.tensor([-1.0, 1.0])", "tensor([-1.,  2.])"),
-    "ldexp": ("[1.0, 3.0]", "torcia.tensor([2, 1])", "tensor([4., 6.])"),
-    "gcd": ("[12, 9]", "torcia.tensor([8, 6])", "tensor([4, 3])"),
-    "lcm": ("[4, 3]", "torcia.tensor([6, 5])", "tensor([12, 15])"),
-    "heaviside": ("[-1.0, 0.0, 2.0]", "torcia.tensor([0.5])", "tensor([0.0000, 0.5000, 1.0000])"),
-    "bitwise_left_shift": ("[1, 3]", "2", "tensor([ 4, 12])"),
-    "bitwise_right_shift": ("[8, 12]", "2", "tensor([2, 3])"),
-    "renorm": ("[[3.0, 4.0], [0.3, 0.4]]", "2, 0, 1.0",
-               "tensor([[0.6000, 0.8000],\n        [0.3000, 0.4000]])"),
-    "masked_scatter": ("[0, 0, 0]", "torcia.tensor([True, False, True]), torcia.tensor([7, 8])",
-                       "tensor([7, 0, 8])"),
-    "put": ("[1, 2, 3]", "torcia.tensor([0, 2]), torcia.tensor([10, 30])", "tensor([10,  2, 30])"),
-    "fill_diagonal": ("[[1, 2], [3, 4]]", "0", "tensor([[0, 2],\n        [3, 0]])"),
-    "sgn": ("[-2.0, 0.0, 3.0]", "", "tensor([-1.,  0.,  1.])"),
-    "logit": ("[0.5, 0.75]", "", "tensor([0.0000, 1.0986])"),
-    "mvlgamma": ("[2.5, 3.0]", "p=2", "tensor([0.8570, 1.5502])"),
-    "igamma": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.6321, 0.2642])"),
-    "igammac": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.3679, 0.7358])"),
-    "polygamma": ("[1.0, 2.0]", "1", "tensor([1.6449, 0.6449])"),
-    "conj_physical": ("[1.0, -2.0]", "", "tensor([ 1., -2.])"),
-    "index_reduce": ("[1.0, 2.0, 3.0]",
-                     '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), "prod"',
-                     "tensor([30.,  2., 21.])"),
-    "fill": ("[1.0, 2.0]", "7.0", "tensor([7., 7.])"),
-    "zero": ("[1.0, 2.0]", "", "tensor([0., 0.])"),
-    "detach": ("[1.0, 2.0], requires_grad=True", "", "tensor([1., 2.])"),
-    "resize_as": ("[1, 2, 3, 4]", "torcia.zeros(2, 2)", "tensor([[1, 2],\n        [3, 4]])"),
-    "swapaxes": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
-    "swapdims": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
-    "copy": ("[1.0, 2.0]", "torcia.tensor([5, 6])", "tensor([5., 6.])"),
-    "dropout": ("[1.0, 2.0]", "0.0, False", "tensor([1., 2.])"),
-    "alpha_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
-    "feature_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
-    "feature_alpha_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
-    "rad2deg": ("[0.0, 3.141592653589793]", "", "tensor([  0., 180.])"),
-    "float_power": ("[2.0, 3.0], dtype=torcia.float64", "2",
-                    "tensor([4., 9.], dtype=torcia.float64)"),
-}
-
-
-def _example(name):
-    """The Examples section of the declared op ``name``; "" for the others and for the
-    ops declared without one (add and sub: their functions below carry their own)."""
-    op = DECLARED.get(name)
-    return examples_section(f"torcia.{name}", op.examples) if op is not None else ""
-
-
-def _inplace_example(name, function=False):
-    """The Examples section of the in-place ``name_``, as ``Tensor.name_`` (or
-    ``torcia.name_`` with ``function``): the declaration's ``inplace_example`` or the entry
-    of ``_INPLACE_EXAMPLES``, else the declared op's example run in place; "" for the
-    others and for a bool result (which in place is written back in the input's dtype)."""
-    op = DECLARED.get(name)
-    if op is not None and op.inplace_example:
-        first, given, result = op.inplace_example
-        args = [given] if given else []
-    elif name in _INPLACE_EXAMPLES:
-        first, given, result = _INPLACE_EXAMPLES[name]
-        args = [given] if given else []
-    elif op is None or not op.examples or op.group in ("compare", "unary_bool"):
-        return ""
-    else:
-        first, *others, result = op.examples[0]
-        if op.group == "unary_float":
-            # in place, the result keeps the input's dtype: an integer input cannot hold it
-            first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
-        args = [f"torcia.tensor({a})" if a.startswith("[") else a for a in others]
-    call = f"torcia.{name}_({', '.join(['x', *args])})" if function else \
-        f"x.{name}_({', '.join(args)})"
-    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
-            f">>> {call}\n{result}\n>>> x\n{result}\n")
-
-
-def _tensor_arg(x, name="input") -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
-
-
-def _unary_function(name, to_float):
-    def fn(input):
-        return unary(name, input, to_float)
-
-    return fn
-
-
-def _binary_function(name, float_op):
-    def fn(input, other):
-        return binary(name, input, other, float_op)
-
-    return fn
-
-
-#: the first line of each kind's docstring, and the public function it is made with
-_KINDS = {
-    "unary_float": ("Elementwise ``{}`` of ``input``. Integer inputs give the default "
-                    "float dtype.", lambda name: _unary_function(name, True)),
-    "unary_same": ("Elementwise ``{}`` of ``input``.",
-                   lambda name: _unary_function(name, False)),
-    "unary_bool": ("Elementwise ``{}`` of ``input``.",
-                   lambda name: _unary_function(name, False)),
-    "binary": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
-               lambda name: _binary_function(name, False)),
-    "binary_float": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
-                     lambda name: _binary_function(name, True)),
-    "compare": ("Elementwise ``{}`` comparison; returns a bool tensor.",
-                lambda name: _binary_function(name, False)),
-}
-
-
-def _public(op):
-    """The public function of the declared elementwise ``op``: its arguments named as its
-    schema names them, its docstring its ``doc`` (or its kind's) and its examples."""
-    doc, make = _KINDS[op.group]
-    fn = make(op.name)
-    # the arguments as the schema names them (pow's second is ``exponent``)
-    fn.__code__ = fn.__code__.replace(co_varnames=op.inputs, co_name=op.name,
-                                      co_qualname=op.name)
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = (op.doc or doc.format(op.name)) + _example(op.name)
-    return fn
-
-
-#: the public functions made from the declarations (named here for the functions below,
-#: which call them as attributes; those defined below by hand replace their globals)
-_made = types.SimpleNamespace(**{name: _public(op) for name, op in DECLARED.items()
-                                 if op.group in _KINDS})
+#: the public functions made from the declarations of torcia._ops.unary and binary
+#: (named here for the functions below, which call them as attributes; those defined below
+#: by hand replace their globals)
+_made = types.SimpleNamespace(**_unary_ops.MADE, **_binary_ops.MADE)
 globals().update(vars(_made))
-
-
-def _scalar_first(op: str, value, rest: tuple, names: str):
-    """PyTorch's deprecated overloads that take the scalar first, still accepted with its
-    warning: ``add(x, 2, y)`` for ``add(x, y, alpha=2)``, ``addcmul(x, 0.5, a, b)`` for
-    ``addcmul(x, a, b, value=0.5)``. Returns ``rest`` (the tensors)."""
-    if isinstance(value, Tensor) or not isinstance(value, numbers.Number):
-        raise TypeError(f"{op}() received an invalid combination of arguments: the "
-                        f"deprecated overload {op}(Number, {names}) takes a number first, "
-                        f"got {type(value).__name__}")
-    keyword = "alpha" if op in ("add", "sub") else "value"
-    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number {keyword}, "
-                  f"{names})\nConsider using one of the following signatures instead:\n\t"
-                  f"{op}({names}, *, Number {keyword} = 1)", UserWarning, stacklevel=3)
-    return rest
 
 
 def add(input, other, *deprecated, alpha=1):
@@ -245,7 +58,8 @@ def add(input, other, *deprecated, alpha=1):
     tensor([21, 42])
     """
     if deprecated:
-        alpha, (other,) = other, _scalar_first("add", other, deprecated, "Tensor other")
+        alpha, (other,) = other, scalar_first("add", other, deprecated, "Tensor other",
+                                          "alpha")
     if alpha != 1:
         other = _made.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("add", input, other)
@@ -280,7 +94,8 @@ def sub(input, other, *deprecated, alpha=1):
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     if deprecated:
-        alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
+        alpha, (other,) = other, scalar_first("sub", other, deprecated, "Tensor other",
+                                          "alpha")
     if alpha != 1:
         other = _made.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("sub", input, other)
@@ -330,63 +145,6 @@ def float_power(input, exponent):
     dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
     return _made.pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
                      to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
-
-
-def round(input, *, decimals=0):
-    """Round half to even, as PyTorch; ``decimals`` places.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.round(torcia.tensor([0.5, 1.5, 2.567]))
-    tensor([0., 2., 3.])
-    >>> torcia.round(torcia.tensor([2.567]), decimals=2)
-    tensor([2.5700])
-    """
-    return call("round", (input,), {"decimals": int(decimals)})
-
-
-def clamp(input, min=None, max=None):
-    """Limit values to [min, max]; either bound may be None, a number or a tensor.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.clamp(torcia.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
-    tensor([-1.0000,  0.5000,  1.0000])
-    """
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    dt = result_type(input, min, max)
-    x = input if input.dtype is dt else input.to(dt)
-    return call("clamp", (x, _operand_as(min, dt), _operand_as(max, dt)), {})
-
-
-clip = clamp
-
-
-def clamp_min(input, min):
-    """``input`` clamped from below at ``min``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.clamp_min(torcia.tensor([1, 5, 9]), 4)
-    tensor([4, 5, 9])
-    """
-    return clamp(input, min=min)
-
-
-def clamp_max(input, max):
-    """``input`` clamped from above at ``max``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.clamp_max(torcia.tensor([1, 5, 9]), 4)
-    tensor([1, 4, 4])
-    """
-    return clamp(input, max=max)
 
 
 def equal(input, other) -> bool:
@@ -439,132 +197,6 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     True
     """
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
-
-
-def where(condition, input=None, other=None):
-    """Choose from ``input`` where ``condition`` holds, else from ``other``.
-
-    With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([-1.0, 2.0, -3.0])
-    >>> torcia.where(x > 0, x, torcia.zeros(3))
-    tensor([0., 2., 0.])
-    >>> torcia.where(x > 0)
-    (tensor([1]),)
-    """
-    if input is None and other is None:
-        return _nonzero_tuple(condition)
-    if condition.dtype is not D.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
-                           f"tensor with dtype {condition.dtype.name}")
-    ref = input if isinstance(input, Tensor) else other
-    if not isinstance(ref, Tensor):
-        ref = condition
-        dt = D.result_type_of((), (), [D.scalar_dtype(input), D.scalar_dtype(other)])
-    else:
-        tens = [t for t in (input, other) if isinstance(t, Tensor)]
-        dt = D.result_type_of(
-            [t.dtype for t in tens if t.ndim], [t.dtype for t in tens if not t.ndim],
-            [D.scalar_dtype(s) for s in (input, other) if not isinstance(s, Tensor)],
-        )
-    a = _cast_operand(input, dt, condition)
-    b = _cast_operand(other, dt, condition)
-    return call("where", (condition, a, b), {})
-
-
-def _cast_operand(x, dt, like):
-    if isinstance(x, Tensor):
-        return x if x.dtype is dt else x.to(dt)
-    return tensor(x, dtype=dt, device=like.device)
-
-
-def lerp(input, end, weight):
-    """``input + weight * (end - input)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
-    tensor([ 2.5000, 12.5000])
-    """
-    _tensor_arg(end, "end")
-    for name, other in (("end", end), ("weight", weight)):
-        if isinstance(other, Tensor) and other.dtype is not input.dtype and (
-                name == "end" or other.ndim):
-            raise RuntimeError(f"expected dtype {_cpp_name(input.dtype)} for `{name}` but got "
-                               f"dtype {_cpp_name(other.dtype)}")
-    if input.dtype.category < 2:
-        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
-        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
-                                  f"'{_tname(input.dtype)}'")
-    return call("lerp", (input, end, _operand_as(weight, input.dtype)), {})
-
-
-def _pointwise3(name, input, tensor1, tensor2, value):
-    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype."""
-    _tensor_arg(tensor1, "tensor1")
-    _tensor_arg(tensor2, "tensor2")
-    dt = result_type(input, tensor1, tensor2)
-    if name == "addcdiv" and tensor1.dtype.category < 2 and tensor2.dtype.category < 2:
-        raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future  release "
-            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
-            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
-            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
-            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
-            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
-    if dt is D.bool_:
-        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
-    return call(name, tuple(_operand_as(t, dt) for t in (input, tensor1, tensor2)),
-                {"value": _operand_as(value, dt)})
-
-
-def addcmul(input, tensor1, tensor2, *deprecated, value=1):
-    """``input + value * tensor1 * tensor2``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])
-    >>> torcia.addcmul(x, a, b, value=0.5)
-    tensor([2.5000, 5.0000])
-    """
-    if deprecated:
-        value, (tensor1, tensor2) = tensor1, _scalar_first(
-            "addcmul", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
-    return _pointwise3("addcmul", input, tensor1, tensor2, value)
-
-
-def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
-    """``input + value * tensor1 / tensor2``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 4.0]), torcia.tensor([2.0, 2.0])
-    >>> torcia.addcdiv(x, a, b, value=2)
-    tensor([2., 5.])
-    """
-    if deprecated:
-        value, (tensor1, tensor2) = tensor1, _scalar_first(
-            "addcdiv", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
-    return _pointwise3("addcdiv", input, tensor1, tensor2, value)
-
-
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    """``input`` with NaN, inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([float("nan"), float("inf"), -1.0])
-    >>> torcia.nan_to_num(x, posinf=100.0)
-    tensor([  0., 100.,  -1.])
-    """
-    return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
 
 
 def multiply(input, other):
@@ -655,7 +287,7 @@ def logaddexp(input, other):
         return _logaddexp_complex(input, other)
     # shifted by the greater, which sets the magnitude
     m = _made.maximum(input, other).detach()
-    m = where(_made.isfinite(m), m, C.zeros_like(m))
+    m = where(_made.isfinite(m), m, zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
 
 
@@ -671,7 +303,7 @@ def _logaddexp_complex(x, y):
         out = (lo - hi).exp().log1p() + hi
         both_inf = ~_made.isfinite(lo.real) & (lo.real == hi.real)
         out = where(both_inf, where(lo.real < 0, lo, (lo.exp() + hi.exp()).log()), out)
-    return where(nan_x | nan_y, C.full_like(out, complex(math.nan, math.nan)), out)
+    return where(nan_x | nan_y, full_like(out, complex(math.nan, math.nan)), out)
 
 
 def _log_add_operands(input, other, name):
@@ -708,7 +340,7 @@ def heaviside(input, values):
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
                            f"dtypes, got {input.dtype} and {values.dtype}")
-    zero = C.zeros_like(input)
+    zero = zeros_like(input)
     return where(input == 0, values.to(input.dtype), (input > 0).to(input.dtype) + zero)
 
 
@@ -741,7 +373,7 @@ def ldexp(input, other):
     >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
     tensor([8.0000, 1.5000])
     """
-    _tensor_arg(other, "other")
+    tensor_arg(other, "other")
     dt = result_type(input, other)
     if dt.category < 2:
         dt = D.get_default_dtype()
@@ -757,7 +389,7 @@ def gcd(input, other):
     >>> torcia.gcd(torcia.tensor([12, 7]), torcia.tensor([18, 5]))
     tensor([6, 1])
     """
-    _tensor_arg(other, "other")
+    tensor_arg(other, "other")
     a, b = _integer_operands("gcd", input, other)
     return _gcd(a, b)
 
@@ -771,7 +403,7 @@ def lcm(input, other):
     >>> torcia.lcm(torcia.tensor([4, 6]), torcia.tensor([6, 5]))
     tensor([12, 30])
     """
-    _tensor_arg(other, "other")
+    tensor_arg(other, "other")
     a, b = _integer_operands("lcm", input, other)
     g = _gcd(a, b)
     # PyTorch's kernel computes abs(a / g * b) in C's promoted type: int8 and int16 in
@@ -818,7 +450,7 @@ def isreal(input):
     """
     if input.dtype.category == 3:
         return imag(input) == 0
-    return C.ones(*input.shape, dtype=D.bool_, device=input.device)
+    return ones(*input.shape, dtype=D.bool_, device=input.device)
 
 
 def rsub(input, other, *, alpha=1):
@@ -831,19 +463,6 @@ def rsub(input, other, *, alpha=1):
     tensor([9, 8])
     """
     return sub(other, input, alpha=alpha)
-
-
-def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
-    """In-place :func:`nan_to_num`.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([float("nan"), 1.0])
-    >>> torcia.nan_to_num_(x, nan=-1.0)
-    tensor([-1.,  1.])
-    """
-    return input.nan_to_num_(nan=nan, posinf=posinf, neginf=neginf)
 
 
 #: the dtypes PyTorch's integer kernels (shifts, gcd, lcm) take: bool and the wider unsigned
@@ -866,7 +485,7 @@ def _integer_operands(name, input, other):
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_torch_name(dt)}'")
     b = _operand_as(other, dt)
     if not isinstance(b, Tensor):
-        b = C.tensor(b, dtype=dt, device=input.device)
+        b = tensor(b, dtype=dt, device=input.device)
     return to_dtype(input, dt).detach(), b.detach()
 
 
@@ -885,7 +504,7 @@ def _powers_of_two(dt, device):
     """``1 << k`` for each bit ``k`` of the integer dtype ``dt``, wrapped into it."""
     bits = dt.itemsize * 8
     signed = dt is not D.uint8
-    return C.tensor([(1 << k) - (1 << bits if signed and k == bits - 1 else 0)
+    return tensor([(1 << k) - (1 << bits if signed and k == bits - 1 else 0)
                      for k in range(bits)], dtype=dt, device=device)
 
 
@@ -906,7 +525,7 @@ def nextafter(input, other):
     # that from a power of two towards zero, and never below the smallest subnormal.
     digits, min_exp, largest = _PRECISION[dt]
     a = to_dtype(input, dt).detach()
-    b = to_dtype(other if isinstance(other, Tensor) else C.tensor(other, device=a.device),
+    b = to_dtype(other if isinstance(other, Tensor) else tensor(other, device=a.device),
                  dt).detach()
     a, b = broadcast_tensors(a, b)
     up = b > a
@@ -918,7 +537,7 @@ def nextafter(input, other):
         out = a + where(up, step, -step)
         # -tiny + tiny is +0: the step to zero keeps a's sign, as the bit pattern's does
         out = where(out == 0, a * 0, out)
-        tiny = C.full_like(a, math.ldexp(1.0, min_exp - digits + 1))
+        tiny = full_like(a, math.ldexp(1.0, min_exp - digits + 1))
         out = where(a == 0, where(up, tiny, -tiny), out)
         out = where(a.isinf(), a.sign() * largest, out)
         out = where(a == b, b, out)
@@ -1016,14 +635,12 @@ def float_power_(self, exponent):
 #: and these
 METHODS = tuple(vars(_made)) + (
     "equal", "isclose", "allclose", "divide", "true_divide", "multiply", "subtract",
-    "float_power", "round", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul",
-    "addcdiv", "nan_to_num", "float_power_",
+    "float_power", "float_power_",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = tuple(name for name, op in DECLARED.items() if op.group in _KINDS and op.inplace) + (
-    "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num",
-    "round", "multiply", "subtract", "divide", "true_divide",
+INPLACE = tuple(name for name, op in DECLARED.items() if name in vars(_made) and op.inplace) + (
+    "multiply", "subtract", "divide", "true_divide",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
@@ -1044,6 +661,7 @@ FALLBACK_INPLACE = (
 #: generated ones included
 __all__ = [
     _n for _n, _v in list(globals().items())
-    if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", "") == __name__
+    if not _n.startswith("_") and callable(_v)
+    and getattr(_v, "__module__", "") in (__name__, _unary_ops.__name__, _binary_ops.__name__)
     and _n != "float_power_"  # a Tensor method only, as in PyTorch
 ] + ["to_dtype"]  # defined in _common, below the families that all use it

@@ -1,17 +1,15 @@
-"""The other neural-network functions at ``torcia.*``: dropout, pixel shuffles,
-``cosine_similarity``, ``pairwise_distance``, ``bilinear``, ``channel_shuffle``.
+"""The other neural-network functions at ``torcia.*``: the dropout family. The pixel and
+channel shuffles are written in :mod:`torcia._ops.movement`, ``cosine_similarity``,
+``pairwise_distance`` and ``bilinear`` in :mod:`torcia._ops.linalg`.
 """
 
 from __future__ import annotations
 
 import warnings
 
-from torcia import _creation as C
 from torcia import _tensor
-from torcia._autocast import autocast_as
-from torcia._creation import draw
-from torcia._oplib._common import _F
-from torcia._oplib.views import broadcast_tensors
+from torcia._ops import creation
+from torcia._ops.random import draw, drawing
 from torcia._tensor import Tensor, inplace
 from torcia.random import rng_of
 
@@ -24,7 +22,7 @@ def _check_p(p):
 def _dropout_mask(input, shape, p):
     dev = input._device
     if not _tensor._modes_on:  # the no-mode path: draw's, without its call
-        return Tensor._make(C.drawing(dev, "dropout_mask")(
+        return Tensor._make(drawing(dev, "dropout_mask")(
             shape=tuple(shape), p=float(p), dtype=input._data.dtype, rng=rng_of(None)), dev)
     # through dispatch: vmap batches the mask, torcia.compile replays a fresh draw
     return draw("dropout_mask", dev, (), {"shape": tuple(shape), "p": float(p),
@@ -203,112 +201,6 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     return _alpha_dropout(input, p, training, inplace, shape)
 
 
-def pixel_shuffle(input, upscale_factor):
-    """(*, C * r * r, H, W) -> (*, C, H * r, W * r): channels moved into space.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.pixel_shuffle(torcia.arange(4.0).reshape(1, 4, 1, 1), 2)[0, 0]
-    tensor([[0., 1.],
-            [2., 3.]])
-    """
-    r = int(upscale_factor)
-    if input.ndim < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
-    *lead, c, h, w = input.shape
-    if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
-                           f"divisible by the square of upscale_factor, but input.size(-3)={c}"
-                           f" is not divisible by {r * r}")
-    k = len(lead)
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)
-    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
-
-
-def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.pixel_unshuffle(torcia.zeros(1, 1, 4, 6), 2).shape
-    torcia.Size([1, 4, 2, 3])
-    """
-    r = int(downscale_factor)
-    if input.ndim < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
-                           f"but got input with {input.ndim} dimension(s)")
-    *lead, c, h, w = input.shape
-    if h % r or w % r:
-        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
-                           f"downscale_factor, but got input of size {list(input.shape)} "
-                           f"and downscale_factor={r}")
-    k = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
-
-
-@autocast_as("cosine_similarity")
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """``x1 . x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (broadcasting).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cosine_similarity(torcia.tensor([[1.0, 0.0]]), torcia.tensor([[1.0, 1.0]]))
-    tensor([0.7071])
-    """
-    x1, x2 = broadcast_tensors(x1, x2)
-    dot = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return dot / (n1 * n2).clamp(min=eps * eps).sqrt()
-
-
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """The ``p``-norm of ``x1 - x2 + eps`` along the last dim.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.pairwise_distance(torcia.tensor([[3.0, 0.0]]), torcia.tensor([[0.0, 4.0]]),
-    ...                          eps=0.0)
-    tensor([5.])
-    """
-    diff = x1 - x2 + eps
-    dim = -1 if diff.ndim else 0
-    return diff.norm(p, dim=dim, keepdim=keepdim) if diff.ndim else diff.abs()
-
-
-def bilinear(input1, input2, weight, bias=None):
-    """``torch.bilinear``: ``x1^T W x2 + b``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x1, x2 = torcia.tensor([[1.0, 2.0]]), torcia.tensor([[3.0]])
-    >>> torcia.bilinear(x1, x2, torcia.ones(1, 2, 1))
-    tensor([[9.]])
-    """
-    return _F().bilinear(input1, input2, weight, bias)
-
-
-def channel_shuffle(input, groups):
-    """``torch.channel_shuffle``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.channel_shuffle(torcia.arange(4.0).reshape(1, 4, 1), 2).flatten()
-    tensor([0., 2., 1., 3.])
-    """
-    return _F().channel_shuffle(input, groups)
-
-
 def dropout_(input, p=0.5, train=True):
     """In-place :func:`torcia.dropout` (``torch.dropout_(input, p, train)``)."""
     return inplace(dropout, input, p, train)
@@ -342,8 +234,8 @@ def feature_dropout(input, p=0.5, train=True):
     if input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if p == 1:
-        return input * C.zeros_like(input)
-    noise = C.empty(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype,
+        return input * creation.zeros_like(input)
+    noise = creation.empty(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype,
                     device=input.device).bernoulli_(1 - p)
     return input * (noise / (1 - p))
 
@@ -356,14 +248,11 @@ def feature_dropout_(input, p=0.5, train=True):
 #: the functional forms here that ``torcia.nn.functional`` re-exports (through
 #: :data:`torcia.library.functional`)
 FUNCTIONAL = (
-    "alpha_dropout", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
-    "feature_alpha_dropout", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
 )
 
 #: the names ``torcia`` exports from here
 __all__ = [
-    "alpha_dropout", "alpha_dropout_", "bilinear", "channel_shuffle", "cosine_similarity",
-    "dropout", "dropout_", "feature_alpha_dropout",
-    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "pairwise_distance",
-    "pixel_shuffle", "pixel_unshuffle",
+    "alpha_dropout", "alpha_dropout_", "dropout", "dropout_", "feature_alpha_dropout",
+    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
 ]

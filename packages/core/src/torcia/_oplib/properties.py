@@ -10,7 +10,7 @@ import numpy as np
 
 from torcia._grad_mode import STATE as _GRAD
 from torcia._grad_mode import no_grad as _no_grad
-from torcia._oplib.views import view
+from torcia._ops.views import view
 from torcia._tensor import Tensor
 
 

@@ -21,22 +21,24 @@ An op's public function is made from its declaration (the elementwise and specia
 functions: :mod:`torcia._oplib` builds them; the nn activations' functional forms, made in
 ``nn_activation``) or written next to it where the schema cannot say it (the
 linear-algebra families, which :mod:`torcia.linalg` publishes, with what they share in
-``_linalg``; the complex-number ops, sorting, the views (``flip``, ``tril``...) and
-indexing (``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their
-module's ``PUBLIC``; the reductions and the scans, the convolutions and pooling, the other
-activations at ``torcia.*`` in ``nn_activation``, softmax and the normalisations, with
-group and instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in
-``nn_loss``, the RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``,
-``binomial`` and the in-place random fills in ``random`` and the factories beyond
-:mod:`torcia._creation` (``meshgrid``, ``empty_strided``...) in ``creation``, which
+``_linalg``; the complex-number ops and sorting in their module's ``PUBLIC``; indexing
+(``gather``, ``masked_fill``, and ``take``, ``select``, ``tensor[key]``... built on them),
+``clamp``, ``where``, ``lerp``... in ``pointwise``, the reductions and the scans, the views
+(``view``, ``permute``, the in-place ``t_``...) and the movement ops (``cat``, ``split``,
+``flip``...), the convolutions and pooling, the other activations at ``torcia.*`` in
+``nn_activation``, softmax and the normalisations, with group and instance norm, in
+``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the RNN cells and
+sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial``, the in-place random
+fills and the random ops' own (``rand``, ``normal``...) in ``random`` and the factories
+(``zeros``, ``arange``..., ``meshgrid``, ``empty_strided``...) in ``creation``, which
 :mod:`torcia._oplib` registers as families); the other families' stay in
 :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
-``elementwise``            the elementwise ops of one and two inputs (``exp``, ``abs``,
-                           ``isnan``, ``add``, ``div``, ``eq``...)
+``unary``                  the elementwise ops of one input (``exp``, ``abs``, ``isnan``...)
+``binary``                 the elementwise ops of two inputs (``add``, ``div``, ``eq``...)
 ``reduce``                 the reductions (``sum``, ``amax``, ``var``, ``max_dim``,
                            ``argmax``, ``median_dim``...), with their public functions
 ``scan``                   the scans (``cumsum``, ``cumprod``, ``cummax``,
@@ -46,7 +48,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
 ``pointwise``              the elementwise ops with parameters or three inputs (``clamp``,
-                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...)
+                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...),
+                           with their public functions
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
 ``nn_conv``                ``linear`` and the convolutions (``conv``, ``conv_transpose``,
@@ -81,8 +84,12 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``linalg_functions``       the norms and the matrix exponential of :mod:`torcia.linalg`
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
-``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``getitem``, ``cat``, ``flip``, ``pad``...)
+``views``                  the views (``view``, ``permute``, ``expand``, ``as_strided``,
+                           ``getitem``, ``unfold``...), with their public functions, the
+                           in-place views and ``resize_``
+``movement``               the copies and joins (``contiguous``, ``clone``, ``cat``,
+                           ``split``, ``flip``, ``repeat``, ``tril``, ``pad``, ``diag``...),
+                           with their public functions
 ``indexing``               the gathers and scatters (``gather``, ``scatter``,
                            ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
                            ``index_put``...) and the masked ops (``masked_select``,
@@ -97,14 +104,15 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 """
 
 from torcia._ops import (
+    binary,
     complex_numbers,
     creation,
-    elementwise,
     indexing,
     linalg,
     linalg_factorizations,
     linalg_functions,
     linalg_solves,
+    movement,
     nn_activation,
     nn_attention,
     nn_conv,
@@ -120,15 +128,17 @@ from torcia._ops import (
     sparse,
     special,
     spectral,
+    unary,
     views,
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, scan, sorting,
+DECLARED = {d.name: d for family in (unary, binary, pointwise, reduce, scan, sorting,
                                      nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, views,
-                                     indexing, complex_numbers, special, spectral, linalg,
-                                     linalg_solves, linalg_factorizations, linalg_functions,
-                                     creation, random, nn_rnn, nn_attention, sparse)
+                                     movement, indexing, complex_numbers, special, spectral,
+                                     linalg, linalg_solves, linalg_factorizations,
+                                     linalg_functions, creation, random, nn_rnn, nn_attention,
+                                     sparse)
             for d in family.DECLARED}
 
 

@@ -411,6 +411,10 @@ def random_floats(rng, *shape):
     return rng.uniform(-1, 1, shape).astype(np.float32)
 
 
+#: the NumPy dtypes the creation and random ops' samples ask for
+FLOAT32, INT64 = np.dtype(np.float32), np.dtype(np.int64)
+
+
 def keyword_samples(*calls):
     """The ``samples`` of an op without tensor inputs (a creation op): each call's
     parameters (:attr:`torcia._opdef.OpDef.samples`)."""

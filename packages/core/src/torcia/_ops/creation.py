@@ -1,15 +1,18 @@
 """The creation ops without randomness, each declared once: schema, reference kernel, meta
 shape, decomposition. They take no tensor: their arguments (the shape, the range, the
 NumPy dtype) are positional inputs of the record, as the kernel is given them (by name, from
-:mod:`torcia._creation`'s public functions), and they carry no gradient.
+their public functions), and they carry no gradient.
 
 A decomposition is given the same arguments and the device to make the tensor on (a
 creation op has no input to tell it); it builds with ``full`` and ``arange`` of the
 ``torcia`` package (this module is below it). The random ops are in
 :mod:`torcia._ops.random`; both are :data:`torcia.ops.CREATION`, in this order.
 
-The public functions of these ops are :mod:`torcia._creation`'s (``zeros``, ``arange``...);
-the factories beyond them are written at the end of this module: index grids
+The public functions of these ops (``zeros``, ``ones``, ``full``, ``empty`` and their
+``*_like`` forms, ``arange``, ``linspace``, ``logspace``, ``eye``) are written after the
+declarations: they run the op's kernel on the device (its decomposition where the device has
+none), making the tensor with :mod:`torcia._tensor`'s ``Tensor``, reached late-bound
+(:data:`torcia._opdef.TENSOR`). The factories beyond them follow: index grids
 (``meshgrid``, ``tril_indices``, ``cartesian_prod``, ``combinations``), strided and
 permuted ``empty``, ``frombuffer``, ``from_file``, ``scalar_tensor`` and the deprecated
 ``torch.range`` (``inclusive_range``), built on the public factories reached late-bound
@@ -28,7 +31,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import keyword_samples
+from torcia._ops._common import FLOAT32, INT64, keyword_samples
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -98,19 +101,19 @@ def _arange_shape(start, end, step, dtype, **params):
 # ----- decompositions: given the NumPy dtype a kernel is given, and the device ------------
 
 
-def zeros(shape, dtype, device=None):
+def zero_filled(shape, dtype, device=None):
     return _opdef.PUBLIC.full(shape, 0, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
 
 
-def empty(shape, dtype, device=None):
-    return zeros(shape, dtype, device)  # any values will do
+def empty_as_zeros(shape, dtype, device=None):
+    return zero_filled(shape, dtype, device)  # any values will do
 
 
-def ones(shape, dtype, device=None):
+def one_filled(shape, dtype, device=None):
     return _opdef.PUBLIC.full(shape, 1, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
 
 
-def eye(n, m, dtype, device=None):
+def rows_equal_columns(n, m, dtype, device=None):
     rows = _opdef.PUBLIC.arange(n, device=device).unsqueeze(1)
     return (rows == _opdef.PUBLIC.arange(m, device=device)).to(D.FROM_NUMPY[np.dtype(dtype)])
 
@@ -137,11 +140,11 @@ def _linspace(start, end, steps, device):
     return y
 
 
-def linspace(start, end, steps, dtype, device=None):
+def evenly_spaced(start, end, steps, dtype, device=None):
     return _linspace(start, end, steps, device).to(D.FROM_NUMPY[np.dtype(dtype)])
 
 
-def logspace(start, end, steps, base, dtype, device=None):
+def evenly_spaced_powers(start, end, steps, base, dtype, device=None):
     exponents = _linspace(start, end, steps, device)
     return (_float64(base, device) ** exponents).to(D.FROM_NUMPY[np.dtype(dtype)])
 
@@ -155,42 +158,296 @@ def _creation(schema, kernel, shape, **fields):
                   **fields)
 
 
-_F32, _I64 = np.dtype(np.float32), np.dtype(np.int64)
-
 #: in the order of :data:`torcia.ops.CREATION` (the random ops follow)
 DECLARED = (
     _creation("zeros(int[] shape, ScalarType dtype) -> Tensor", Kernels.zeros,
-              created("shape", "dtype"), decomposition=zeros,
-              samples=keyword_samples({"shape": (2, 3), "dtype": _F32},
-                                      {"shape": (4,), "dtype": _I64})),
+              created("shape", "dtype"), decomposition=zero_filled,
+              samples=keyword_samples({"shape": (2, 3), "dtype": FLOAT32},
+                                      {"shape": (4,), "dtype": INT64})),
     _creation("ones(int[] shape, ScalarType dtype) -> Tensor", Kernels.ones,
-              created("shape", "dtype"), decomposition=ones,
-              samples=keyword_samples({"shape": (2, 3), "dtype": _F32},
-                                      {"shape": (), "dtype": _I64})),
+              created("shape", "dtype"), decomposition=one_filled,
+              samples=keyword_samples({"shape": (2, 3), "dtype": FLOAT32},
+                                      {"shape": (), "dtype": INT64})),
     _creation("full(int[] shape, Scalar fill_value, ScalarType dtype) -> Tensor", Kernels.full,
               created("shape", "fill_value", "dtype"),
-              samples=keyword_samples({"shape": (2, 3), "fill_value": 2.5, "dtype": _F32},
-                                      {"shape": (3,), "fill_value": 7, "dtype": _I64})),
+              samples=keyword_samples({"shape": (2, 3), "fill_value": 2.5, "dtype": FLOAT32},
+                                      {"shape": (3,), "fill_value": 7, "dtype": INT64})),
     _creation("empty(int[] shape, ScalarType dtype) -> Tensor", Kernels.empty,
-              created("shape", "dtype"), decomposition=empty,
-              samples=keyword_samples({"shape": (2, 3), "dtype": _F32})),
+              created("shape", "dtype"), decomposition=empty_as_zeros,
+              samples=keyword_samples({"shape": (2, 3), "dtype": FLOAT32})),
     _creation("arange(Scalar start, Scalar end, Scalar step, ScalarType dtype) -> Tensor",
               Kernels.arange, _arange_shape,
-              samples=keyword_samples({"start": 0, "end": 5, "step": 1, "dtype": _I64},
-                                      {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": _F32},
-                                      {"start": 5, "end": -1, "step": -2, "dtype": _I64})),
+              samples=keyword_samples({"start": 0, "end": 5, "step": 1, "dtype": INT64},
+                                      {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": FLOAT32},
+                                      {"start": 5, "end": -1, "step": -2, "dtype": INT64})),
     _creation("linspace(Scalar start, Scalar end, int steps, ScalarType dtype) -> Tensor",
-              Kernels.linspace, _linspace_shape, decomposition=linspace,
-              samples=keyword_samples({"start": 0.0, "end": 1.0, "steps": 5, "dtype": _F32})),
+              Kernels.linspace, _linspace_shape, decomposition=evenly_spaced,
+              samples=keyword_samples({"start": 0.0, "end": 1.0, "steps": 5, "dtype": FLOAT32})),
     _creation("logspace(Scalar start, Scalar end, int steps, float base, ScalarType dtype) "
-              "-> Tensor", Kernels.logspace, _logspace_shape, decomposition=logspace,
+              "-> Tensor", Kernels.logspace, _logspace_shape, decomposition=evenly_spaced_powers,
               samples=keyword_samples({"start": 0.0, "end": 2.0, "steps": 3, "base": 10.0,
-                                       "dtype": _F32})),
+                                       "dtype": FLOAT32})),
     _creation("eye(int n, int m, ScalarType dtype) -> Tensor", Kernels.eye, _eye_shape,
-              decomposition=eye,
-              samples=keyword_samples({"n": 3, "m": 4, "dtype": _F32},
-                                      {"n": 2, "m": 2, "dtype": _I64})),
+              decomposition=rows_equal_columns,
+              samples=keyword_samples({"n": 3, "m": 4, "dtype": FLOAT32},
+                                      {"n": 2, "m": 2, "dtype": INT64})),
 )
+
+
+# ----- public functions (torcia.zeros, torcia.arange...): the op's kernel on the device --
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for s in size:
+        if s.__class__ is not int or s < 0:
+            break
+    else:
+        return size  # plain non-negative ints: nothing to convert or report
+    out = []
+    for s in size:
+        if isinstance(s, _opdef.TENSOR.Tensor):
+            s = int(s.item())
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(
+                f"size must be a tuple of ints, but got an element of type {type(s).__name__}"
+            )
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _creator(tensors):
+    """:func:`_create`, given :mod:`torcia._tensor` (above this module)."""
+    canonical_device, make, decompositions = (
+        tensors.canonical_device, tensors.Tensor._make, tensors.DECOMPOSITIONS)
+    default = D._default
+
+    def create(op, dtype, device, requires_grad=False, **params):
+        dev = canonical_device(device)
+        kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
+        dt = (dtype or default[0]).to_numpy()
+        try:
+            kernel = kernels[op]
+        except (KeyError, NotImplementedError):  # a KernelTable raises the latter
+            if op not in decompositions:
+                raise
+            # a composite the device lacks (zeros...): its decomposition, given the device
+            out = decompositions[op](dtype=dt, device=dev, **params)
+            return out.requires_grad_(True) if requires_grad else out
+        # zeros/ones/empty name their one parameter: a call without ** costs half as much
+        arr = kernel(dtype=dt, **params) if len(params) != 1 else kernel(
+            dtype=dt, shape=params["shape"])
+        return make(arr, dev).requires_grad_(True) if requires_grad else make(arr, dev)
+
+    return create
+
+
+def _create(op, dtype, device, requires_grad=False, **params):
+    """A tensor made by creation op ``op`` on ``device`` (its decomposition there where the
+    device has no kernel of its own). The first call replaces this function by one with
+    what it takes of :mod:`torcia._tensor` bound: looked up through
+    :data:`torcia._opdef.TENSOR` on each call, they cost ``torcia.zeros(4, 4)`` 5% of its
+    time."""
+    global _create
+    _create = _creator(_opdef.TENSOR)
+    return _create(op, dtype, device, requires_grad, **params)
+
+
+_dtype_arg = D.dtype_arg
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros of the given size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).shape
+    torcia.Size([2, 3])
+    """
+    return _create("zeros", dtype, device, requires_grad, shape=_size(size))
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones of the given size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones(2, 2, dtype=torcia.int64)
+    tensor([[1, 1],
+            [1, 1]])
+    """
+    return _create("ones", dtype, device, requires_grad, shape=_size(size))
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
+          pin_memory=False):
+    """An uninitialised tensor of the given size: its values are whatever the memory held.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.empty(3, 2).shape
+    torcia.Size([3, 2])
+    """
+    return _create("empty", dtype, device, requires_grad, shape=_size(size))
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with ``fill_value``; its dtype is inferred from the value.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.full((2,), 7)
+    tensor([7, 7])
+    """
+    if isinstance(fill_value, _opdef.TENSOR.Tensor):
+        fill_value = fill_value.item()
+    dtype = D.scalar_dtype(fill_value) if dtype is None else _dtype_arg(dtype)
+    return _create("full", dtype, device, requires_grad, shape=_size((size,)),
+                   fill_value=D.checked_scalar(fill_value, dtype))
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Zeros of ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros_like(torcia.tensor([[1, 2, 3]]))
+    tensor([[0, 0, 0]])
+    """
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Ones of ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones_like(torcia.zeros(2), dtype=torcia.int64)
+    tensor([1, 1])
+    """
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """An uninitialised tensor of ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.empty_like(torcia.zeros(2, 5)).shape
+    torcia.Size([2, 5])
+    """
+    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    """``fill_value`` in ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.full_like(torcia.zeros(3), 0.5)
+    tensor([0.5000, 0.5000, 0.5000])
+    """
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
+
+
+# ----- ranges
+
+
+def _num(x):
+    return x.item() if isinstance(x, _opdef.TENSOR.Tensor) else x
+
+
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 when all are ints.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> torcia.arange(0, 1, 0.25)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500])
+    """
+    start, end, step = _num(start), _num(end), _num(step)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"upper bound and larger bound inconsistent with step sign (start={start}, "
+            f"end={end}, step={step})"
+        )
+    if dtype is None:
+        is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = D.int64 if is_int else D.get_default_dtype()
+    if _dtype_arg(dtype) is D.int64:
+        # PyTorch computes an int64 range in int64: bounds and step truncated first
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("step must be nonzero")
+    return _create("arange", _dtype_arg(dtype), device, requires_grad, start=start, end=end,
+                   step=step)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linspace(0, 1, 5)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _create("linspace", _dtype_arg(dtype) if dtype else None, device, requires_grad,
+                   start=_num(start), end=_num(end), steps=int(steps))
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logspace(0, 3, 4)
+    tensor([   1.,   10.,  100., 1000.])
+    """
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _create("logspace", _dtype_arg(dtype) if dtype else None, device, requires_grad,
+                   start=_num(start), end=_num(end), steps=int(steps), base=float(base))
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The identity matrix (ones on the diagonal) of ``n`` rows and ``m`` columns.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.eye(2, 3)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
+    return _create("eye", _dtype_arg(dtype) if dtype else None, device, requires_grad,
+                   n=int(n), m=int(n if m is None else m))
 
 
 # ----- public functions (torcia.meshgrid, torcia.empty_strided...): built on the factories
@@ -464,6 +721,8 @@ METHODS = (
 
 #: the names ``torcia`` exports from here
 __all__ = [
+    "arange", "empty", "empty_like", "eye", "full", "full_like", "linspace", "logspace", "ones",
+    "ones_like", "zeros", "zeros_like",
     "cartesian_prod", "combinations", "empty_permuted", "empty_strided", "from_file",
     "frombuffer", "meshgrid", "scalar_tensor", "tril_indices", "triu_indices",
 ]

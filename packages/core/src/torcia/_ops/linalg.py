@@ -7,7 +7,8 @@ vectors, matrices, broadcast batches) is the primitive; ``mm``, ``bmm``, ``dot``
 and norms are in :mod:`torcia._ops.linalg_solves`, ``linalg_factorizations`` and
 ``linalg_functions``. The products' public functions are at the end of this module, next
 to their declarations, with the functions at ``torcia.*`` built on them or on
-:mod:`torcia.linalg`'s (``addmv``, ``cdist``, ``det``, ``cov``, ``vdot``...), which
+:mod:`torcia.linalg`'s (``addmv``, ``cdist``, ``det``, ``cov``, ``vdot``, the distances
+``pairwise_distance`` and ``cosine_similarity``, ``bilinear``...), which
 :mod:`torcia._oplib` registers as a family; their derivatives are torcia-autograd's.
 """
 
@@ -29,6 +30,7 @@ from torcia._ops._common import (
     BOOL,
     HALF,
     autocast_as,
+    functional,
     low_precision,
     no_kernel,
     op,
@@ -40,6 +42,7 @@ from torcia._ops._common import (
 )
 from torcia._ops.complex_numbers import complex as _complex_of
 from torcia._ops.complex_numbers import conj
+from torcia._ops.views import broadcast_tensors
 
 # ----- operands PyTorch refuses ----------------------------------------------------------
 
@@ -1186,6 +1189,51 @@ def vdot(input, other):
     return dot(conj(input) if input.dtype.category == 3 else input, other)
 
 
+@autocast_as("cosine_similarity")
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (broadcasting).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cosine_similarity(torcia.tensor([[1.0, 0.0]]), torcia.tensor([[1.0, 1.0]]))
+    tensor([0.7071])
+    """
+    x1, x2 = broadcast_tensors(x1, x2)
+    dot = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return dot / (n1 * n2).clamp(min=eps * eps).sqrt()
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pairwise_distance(torcia.tensor([[3.0, 0.0]]), torcia.tensor([[0.0, 4.0]]),
+    ...                          eps=0.0)
+    tensor([5.])
+    """
+    diff = x1 - x2 + eps
+    dim = -1 if diff.ndim else 0
+    return diff.norm(p, dim=dim, keepdim=keepdim) if diff.ndim else diff.abs()
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``torch.bilinear``: ``x1^T W x2 + b``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x1, x2 = torcia.tensor([[1.0, 2.0]]), torcia.tensor([[3.0]])
+    >>> torcia.bilinear(x1, x2, torcia.ones(1, 2, 1))
+    tensor([[9.]])
+    """
+    return functional().bilinear(input1, input2, weight, bias)
+
+
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
     "matmul", "mm", "bmm", "dot", "inner", "outer", "ger", "tensordot", "addmm", "mv", "addmv",
@@ -1211,8 +1259,13 @@ FALLBACK_INPLACE = (
 
 #: the names ``torcia`` exports from here
 __all__ = [
-    "addbmm", "addmm", "addmv", "addr", "baddbmm", "block_diag", "bmm", "cdist", "chain_matmul",
-    "cond", "corrcoef", "cov", "det", "dist", "dot", "einsum", "frobenius_norm", "ger", "inner",
-    "inverse", "kron", "logdet", "matmul", "mm", "mv", "norm_except_dim", "nuclear_norm",
-    "outer", "pdist", "pinverse", "renorm", "slogdet", "tensordot", "trace", "vdot",
+    "addbmm", "addmm", "addmv", "addr", "baddbmm", "bilinear", "block_diag", "bmm", "cdist",
+    "chain_matmul", "cond", "corrcoef", "cosine_similarity", "cov", "det", "dist", "dot", "einsum",
+    "frobenius_norm", "ger", "inner", "inverse", "kron", "logdet", "matmul", "mm", "mv",
+    "norm_except_dim", "nuclear_norm", "outer", "pairwise_distance", "pdist", "pinverse", "renorm",
+    "slogdet", "tensordot", "trace", "vdot",
 ]
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = ("cosine_similarity", "pairwise_distance")

@@ -40,8 +40,8 @@ from torcia._ops._linalg import (
     linalg_op,
     xp_linalg,
 )
-from torcia._ops.elementwise import isfinite
 from torcia._ops.linalg_factorizations import lu_factor_ex, svd
+from torcia._ops.unary import decomposed_isfinite
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -251,7 +251,8 @@ def linalg_slogdet(a):
         # each pivot's sign (+1 for NaN, as LAPACK-based slogdet), plus a zero made of the
         # pivots: the sign is differentiable, its gradient 0 (the kernel's derivative)
         unit = _where(diagonal < 0, diagonal.new_full((), -1), diagonal.new_ones(()))
-        sign = sign + _where(isfinite(diagonal), diagonal * 0, diagonal.new_zeros(())).sum(-1)
+        sign = sign + _where(decomposed_isfinite(diagonal), diagonal * 0,
+                             diagonal.new_zeros(())).sum(-1)
     sign = _where(zero, sign.new_zeros(()), unit.prod(-1) * sign)
     return sign, size.log().sum(-1)
 

@@ -24,7 +24,7 @@ from torcia import _opdef
 from torcia._opdef import define
 from torcia._ops._common import HALF, in_float32, low_precision, widened
 from torcia._ops._common import where as _where
-from torcia._ops.views import repeat_interleave
+from torcia._ops.movement import repeated_by_index
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -114,7 +114,7 @@ def _attention_scores(q, k, mask, is_causal, scale):
     causality forbids, plus a float mask."""
     rep = q.shape[-3] // k.shape[-3]
     if rep > 1:
-        k = repeat_interleave(k, rep, k.ndim - 3)
+        k = repeated_by_index(k, rep, k.ndim - 3)
     s = q.matmul(k.transpose(-1, -2)) * q.new_full((), scale)
     lq, lk = s.shape[-2:]
     if is_causal:
@@ -138,7 +138,7 @@ def flash_attention(q, k, v, mask, is_causal=False, scale=1.0):
     total = p.sum(-1, keepdim=True)
     rep = q.shape[-3] // k.shape[-3]
     if rep > 1:
-        v = repeat_interleave(v, rep, v.ndim - 3)
+        v = repeated_by_index(v, rep, v.ndim - 3)
     # a query that may attend to no key: a zero output, an lse of -inf
     out = (p / _where(total == 0, total.new_ones(()), total)).matmul(v)
     # lse is saved for backward, not differentiated (as the kernel's derivative has it)
@@ -155,7 +155,7 @@ def flash_attention_backward(g, q, k, v, out, lse, mask, is_causal=False, scale=
     live = (lse != -math.inf).unsqueeze(-1)
     safe = _where(live, lse.unsqueeze(-1), lse.new_zeros(()))
     p = _where(live, (s - safe).exp(), s.new_zeros(()))
-    kk, vv = (repeat_interleave(t, rep, t.ndim - 3) if rep > 1 else t for t in (k, v))
+    kk, vv = (repeated_by_index(t, rep, t.ndim - 3) if rep > 1 else t for t in (k, v))
     dv = p.transpose(-1, -2).matmul(g)
     ds = p * (g.matmul(vv.transpose(-1, -2)) - (g * out).sum(-1, keepdim=True))
     ds = ds * ds.new_full((), scale)

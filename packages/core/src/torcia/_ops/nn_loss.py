@@ -30,8 +30,8 @@ from torcia._grad_mode import no_grad
 from torcia._opdef import define
 from torcia._ops._common import check_tensor, functional, op, random_floats
 from torcia._ops._common import where as _where
-from torcia._ops.elementwise import isfinite
 from torcia._ops.linalg_functions import vector_norm
+from torcia._ops.unary import decomposed_isfinite
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -442,10 +442,10 @@ def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll,
     zero = alpha.new_zeros(())
     log_share = _where(live, log_share, zero) - lp_ext + nll.to(D.float64).reshape(1, n, 1)
     share = _where(live, log_share.exp(), zero)
-    share = _where(isfinite(share), share, share.new_zeros(()))
+    share = _where(decomposed_isfinite(share), share, share.new_zeros(()))
     grad = alpha.new_zeros(tuple(log_probs.shape))
     grad = grad.scatter_add(2, ext.unsqueeze(0).expand(t_max, n, width), share)
-    scale = g.to(D.float64) * isfinite(nll).to(D.float64)
+    scale = g.to(D.float64) * decomposed_isfinite(nll).to(D.float64)
     return (-grad * scale.reshape(1, n, 1)).to(log_probs.dtype)
 
 

@@ -26,7 +26,7 @@ from torcia._opdef import define
 from torcia._ops._common import first_shape, op, real_dtype, wrap_dim
 from torcia._ops._common import with_size as _with
 from torcia._ops.complex_numbers import view_as_real
-from torcia._ops.views import pad
+from torcia._ops.movement import pad
 
 # ----- reference kernels -----------------------------------------------------------------
 

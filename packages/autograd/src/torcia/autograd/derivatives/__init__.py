@@ -25,7 +25,7 @@ real part of a complex one.
 Ops that are not differentiable are listed in :data:`torcia.ops.NOT_DIFFERENTIABLE`.
 
 The rows are in one module per family of ops, named as core's family module that declares
-them (``torcia/_ops/<family>.py``): ``derivatives/elementwise.py``, ``derivatives/reduce.py``,
+them (``torcia/_ops/<family>.py``): ``derivatives/unary.py``, ``derivatives/reduce.py``,
 ``derivatives/nn_conv.py``... This module holds the table and the helpers several families
 share, and imports the families, which register their rows in :data:`TABLE`.
 """
@@ -271,6 +271,11 @@ def _zeros(meta):
     return torcia.zeros(meta.shape, dtype=meta.dtype, device=meta.device)
 
 
+def _zero_grad(grad, _x, **params):
+    """Piecewise constant ops (sign, rounding): PyTorch's gradient is zero everywhere."""
+    return torcia.zeros_like(grad)
+
+
 def _expand_to(g, shape: tuple):
     """``g.expand(shape)`` for a ``shape`` known to fit (a reduced gradient back to its
     input's shape), without ``expand``'s argument checks: sum's backward runs in every
@@ -359,10 +364,11 @@ def _fused(name, grad, x, **params):
 
 # Each family registers its rows when imported, from the names above: imported last.
 from torcia.autograd.derivatives import (  # noqa: E402, I001
+    binary,
     complex_numbers,
-    elementwise,
     indexing,
     linalg,
+    movement,
     nn,
     nn_activation,
     nn_conv,
@@ -370,9 +376,12 @@ from torcia.autograd.derivatives import (  # noqa: E402, I001
     nn_norm,
     nn_pool,
     nn_rnn,
+    pointwise,
     reduce,
     scan,
     sorting,
+    special,
     spectral,
+    unary,
     views,
 )
