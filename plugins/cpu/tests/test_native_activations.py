@@ -203,12 +203,13 @@ def test_relu_gradient_is_zero_where_the_input_is_not_positive():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rows", ["offset", "outlier_first", "constant"])
-def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
+@pytest.mark.parametrize("d", [45, 300])
+def test_layer_norm_backward_rows_far_from_zero(dtype, rows, d):
     """The backward's one-pass statistics (sums about each row's first element) against
     the reference's two-pass ones: rows with a mean 1e4 standard deviations from zero, a
     first element far from the rest, a constant row (variance 0), 16-row blocks and a
-    tail of rows."""
-    x = RNG.standard_normal((37, 45))
+    tail of rows; rows short enough for the column-strip pass and long ones."""
+    x = RNG.standard_normal((37, d))
     if rows == "offset":
         x = 1e4 + x
     elif rows == "outlier_first":
@@ -217,13 +218,45 @@ def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
         x[:] = 2.5
     x = x.astype(dtype)
     g = RNG.standard_normal(x.shape).astype(dtype)
-    w = RNG.standard_normal(45).astype(dtype)
+    w = RNG.standard_normal(d).astype(dtype)
     wide = REF.layer_norm_backward(g.astype(np.float64), x.astype(np.float64),
                                    w.astype(np.float64), 1, 1e-5)
     tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
     for got, want in zip(NAT.layer_norm_backward(g, x, w, 1, 1e-5), wide):
         assert got.dtype == dtype
         np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("first", [3.0, 30.0, 300.0, -1e4, np.inf])
+@pytest.mark.parametrize("d", [45, 300, 1024])
+def test_layer_norm_backward_first_elements_far_from_the_mean(dtype, first, d, on_threads):
+    """Rows whose first element lies far from their mean (every other row, the rest
+    normal) take their sums again about the mean: the gradients stay within a few
+    roundings of float64's (about the first element alone, rows of 300 after a 300 missed
+    float64's weight gradient by 2.5e-4 of its largest value), with the same bits on 1-3
+    threads; an infinite first element gives NaN rows as the reference does."""
+    rng = np.random.default_rng(d)
+    x = rng.standard_normal((37, d))
+    x[::2, 0] = first
+    x = x.astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    w = rng.standard_normal(d).astype(dtype)
+    results = on_threads(lambda: NAT.layer_norm_backward(g, x, w, 1, 1e-5), (1, 2, 3))
+    bits = f"u{np.dtype(dtype).itemsize}"
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    with np.errstate(invalid="ignore"):
+        wide = REF.layer_norm_backward(g.astype(np.float64), x.astype(np.float64),
+                                       w.astype(np.float64), 1, 1e-5)
+    bound = 1e-5 if dtype == np.float32 else 1e-13
+    for got, want in zip(results[0], wide):
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        got, want = got[~np.isnan(want)], want[~np.isnan(want)]
+        if want.size:
+            np.testing.assert_allclose(got, want, rtol=0, atol=bound * np.abs(want).max())
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

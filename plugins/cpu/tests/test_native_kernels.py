@@ -497,6 +497,13 @@ def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(mo
     lstm_step = 32 * 128 * 512
     assert _blas.PARALLEL_WORK <= lstm_step < _blas.SLEEPING_WORK
     assert not _blas.worth_threads(lstm_step, spins=False)
+    # an MLP layer of 128 on 256 rows, and its gradients' products, on two MKL threads;
+    # on OpenBLAS one (split's panels from PANEL_WORK)
+    for rows, k, n in ((256, 128, 128), (128, 256, 128)):
+        layer = _blas.product_work(rows, k, n)
+        assert _blas.worth_threads(layer, spins=False)
+        assert _blas.split(layer) == (1, 1)
+    assert _blas.split(_blas.PANEL_WORK) == (2, 1)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 1)
     assert not _blas.worth_threads(mid, spins=False)
 
@@ -518,7 +525,7 @@ def test_a_product_gets_the_threads_its_size_and_library_give(monkeypatch, split
     def failing(*args):
         raise RuntimeError("product failed")
 
-    small, mid = _blas.PARALLEL_WORK - 1, _blas.SLEEPING_WORK
+    small, mid = _blas.PARALLEL_WORK - 1, _blas.PANEL_WORK if splits else _blas.SLEEPING_WORK
     assert kernels._product(small, native, "a") == ("a", 1, 1)
     assert kernels._product(small, native, "a", split=False) == ("a",)
     assert calls == [] and asked == []

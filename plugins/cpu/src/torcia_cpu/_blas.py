@@ -9,7 +9,7 @@ on one thread, 31 ms on two). And its rounding depends on the thread count (a (1
 (784, 512) product differs on one and two threads), so a thread count chosen by the load
 would make a model's steps differ from run to run.
 
-The extension therefore never uses OpenBLAS's threads: from :data:`SLEEPING_WORK`
+The extension therefore never uses OpenBLAS's threads: from :data:`PANEL_WORK`
 multiply-adds, :func:`split` cuts a product into panels for torcia's thread count
 (``torcia.set_num_threads``), each a single-threaded GEMM, taken in turn by libgomp's
 threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
@@ -52,10 +52,19 @@ from torcia_cpu import _native
 #: while they wait (a 102^3 GEMM; an LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two
 #: threads).
 PARALLEL_WORK = 1 << 20
-#: Multiply-adds from which a product runs on torcia's thread count on threads that sleep
-#: between products (203^3: a transformer's (1024, 128) @ (128, 128) projections are
-#: above, an LSTM step's products below).
-SLEEPING_WORK = 1 << 23
+#: Multiply-adds from which a product runs on MKL's threads, which sleep between products,
+#: on torcia's thread count (161^3: an MLP's (256, 128) @ (128, 128) layers and their
+#: gradients' products are above, an LSTM cell step's (32, 128) @ (128, 512) below).
+#: Measured in training steps at 2 threads: a product alone on two threads wins from 2^20
+#: (a (128, 128) @ (128, 128) one: 43 -> 31 us), but a step pays a wake-up per product:
+#: 2^22 is the smallest power of two whose products win there (4 layers of 128 on 256
+#: rows: 1.29 -> 0.94 ms, PyTorch's 0.86), 2^21 loses (on 128 rows: 0.79 -> 0.91 ms; an
+#: LSTM cell at 32 rows: 15.1 -> 18.3 ms).
+SLEEPING_WORK = 1 << 22
+#: Multiply-adds from which :func:`split` cuts an OpenBLAS product into panels for torcia's
+#: thread count (203^3: from 2^22 the same MLP's steps took 1.27 -> 1.37 ms, panels and
+#: all, where a product alone wins from 2^20).
+PANEL_WORK = 1 << 23
 #: The same on a crowded machine, where only long products amortise a stall (645^3).
 CROWDED_WORK = 1 << 28
 #: Cores that other processes may keep busy before torcia's threads count as crowded.
@@ -182,11 +191,11 @@ def worth_threads(work: int, spins: bool = True) -> bool:
 def split(work: int, spins: bool = False) -> tuple[int, int]:
     """``(threads, team)`` for a product of ``work`` multiply-adds cut into panels
     (blas.cpp's ``gemm_panels``): the thread count the panels are cut for, by the size
-    alone, from :data:`SLEEPING_WORK` (:data:`PARALLEL_WORK` on threads that spin:
+    alone, from :data:`PANEL_WORK` (:data:`PARALLEL_WORK` on threads that spin:
     ``spins``), and the threads that run them, one while the machine is crowded, so that
     the load never changes the result."""
     threads = torcia.get_num_threads()
-    if threads == 1 or work < (PARALLEL_WORK if spins else SLEEPING_WORK):
+    if threads == 1 or work < (PARALLEL_WORK if spins else PANEL_WORK):
         return 1, 1
     return threads, (threads if work >= CROWDED_WORK or not crowded() else 1)
 
