@@ -60,7 +60,7 @@ constexpr int64_t kPanelAlign = 16;
 // spin while they wait for each other, and a thread another process keeps off its core
 // stalls its partner for a scheduler slice at every hand-off (a 128x1024x512 product:
 // 3.5 ms on one thread, 57 ms on two on the loaded 2-core machine); these are libgomp's,
-// which the plugin has wait passively, and they take the panels in turn (stages.h), twice
+// which the plugin has sleep after a brief spin, and they take the panels in turn (stages.h), twice
 // as many as `threads`, so a thread without a core leaves its panels to the others. The
 // panels depend on the shape and `threads` alone, and so does the result: a team of one
 // (a crowded machine, see torcia_cpu/_blas.py) gives the same bits as a full one.

@@ -6,9 +6,9 @@
 // depends on the grid alone, never on which thread ran a slice. A thread that gets no core
 // for a while (other processes on a shared machine) takes no tickets, and the others run
 // its slices: a fixed split with a barrier a stage would wait for it at every stage
-// instead. The plugin has libgomp wait passively (torcia_cpu/__init__.py), where an omp
-// barrier puts the early thread to sleep and the last one wakes it through the kernel at
-// every stage, more than a step's work on a loaded machine. Here a thread waiting on a
+// instead. libgomp's barrier spins only briefly before it sleeps (the plugin's spin count,
+// torcia_cpu/__init__.py), and then the last thread wakes the early one through the kernel
+// at every stage, more than a step's work on a loaded machine. Here a thread waiting on a
 // stage spins for a bounded time first (where it finishes within it, no system call at
 // all), then sleeps on a futex.
 #pragma once

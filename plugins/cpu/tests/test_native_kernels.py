@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torcia_cpu
 from torcia_cpu import _blas, _native, _provider, kernels
 from torcia_cpu.kernels import OVERRIDES, NativeKernels, adam_step, sgd_step
 
@@ -485,7 +486,7 @@ def test_regions_of_a_fixed_split_give_the_same_bits_on_a_team_of_one():
 
 
 def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(monkeypatch):
-    # MKL's threads (passive libgomp) never stall a partner by spinning: a mid-sized
+    # MKL's threads (libgomp's, a brief spin) never stall a partner by spinning: a mid-sized
     # product gets torcia's threads on a crowded machine too, so its rounding, which
     # depends on the thread count, does not depend on the load
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
@@ -554,6 +555,24 @@ def test_products_are_split_by_their_size_and_run_on_one_thread_when_crowded(mon
     assert _blas.split(large) == (1, 1)
 
 
+def test_the_plugin_has_openmp_threads_spin_briefly_unless_the_user_chose():
+    code = "import os, torcia_cpu; print(os.environ.get('GOMP_SPINCOUNT'))"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    cases = (({}, str(torcia_cpu.SPIN_COUNT)), ({"OMP_WAIT_POLICY": "active"}, "None"),
+             ({"GOMP_SPINCOUNT": "7"}, "7"))
+    for extra, printed in cases:
+        out = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert out == [printed]
+    # the products' thread policy (_blas) treats a long spin as OpenBLAS's spinning threads
+    spins_long = _provider._spins_long
+    assert not spins_long({"GOMP_SPINCOUNT": str(torcia_cpu.SPIN_COUNT)})
+    assert not spins_long({"OMP_WAIT_POLICY": "PASSIVE"})
+    assert spins_long({}) and spins_long({"OMP_WAIT_POLICY": "active"})
+    assert spins_long({"GOMP_SPINCOUNT": "300000"}) and spins_long({"GOMP_SPINCOUNT": "1M"})
+    assert not spins_long({"OMP_WAIT_POLICY": "active", "GOMP_SPINCOUNT": "100"})
+
+
 MID_SIZED = r"""
 import sys
 import numpy as np
@@ -584,7 +603,7 @@ print(_provider.choose(), all(np.array_equal(a, b) for a, b in zip(out[False], o
 def test_a_mid_sized_product_does_not_depend_on_the_load(blas):
     if blas == "mkl" and _provider.find_mkl() is None:
         pytest.skip("the mkl package is not installed")
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env["TORCIA_CPU_BLAS"] = blas
     out = subprocess.run([sys.executable, "-c", MID_SIZED], env=env, capture_output=True,
                          text=True, check=True).stdout.split()

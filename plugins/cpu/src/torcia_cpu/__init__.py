@@ -13,9 +13,15 @@ Results agree with the reference kernels to float tolerance; blocking the plugin
 
 import os
 
-# OpenMP threads that spin while waiting steal the core from the Python thread on a busy
-# machine; passive waiting must be chosen before the runtime loads with the extension
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# libgomp's idle threads spin this many rounds (about half a millisecond) before they sleep.
+# A training step's parallel regions come tens of microseconds apart, and a wake-up through
+# the kernel cost more than that on a VM (sleeping at once: an MLP step at 2 threads took
+# 5.4 ms, 4.3 ms with this spin); libgomp's own default spins 30 times as long, which keeps a
+# core from the other processes of a busy machine after every region. Read when the runtime
+# loads with the extension, so set here; a user's OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+SPIN_COUNT = 10_000
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
 
 # the OpenBLAS the extension calls: loaded (and its symbols made global) before the extension
 import scipy_openblas32  # noqa: E402, F401

@@ -12,7 +12,7 @@ would make a model's steps differ from run to run.
 The extension therefore never uses OpenBLAS's threads: from :data:`PANEL_WORK`
 multiply-adds, :func:`split` cuts a product into panels for torcia's thread count
 (``torcia.set_num_threads``), each a single-threaded GEMM, taken in turn by libgomp's
-threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
+threads, which the plugin has spin only briefly before they sleep (``GOMP_SPINCOUNT``, see
 ``torcia_cpu/__init__.py``; blas.cpp's ``gemm_panels``). The panels, and with them every
 result, depend on the shape and the thread count alone; the load only decides how many
 threads run them: one while the machine is crowded (:func:`crowded`), below
@@ -20,10 +20,11 @@ threads run them: one while the machine is crowded (:func:`crowded`), below
 alone fixes (elementwise ops, sums, softmaxes, norms' rows, optimizer steps: team.h), on
 either library.
 
-MKL's threads are libgomp's too, and sleep between products the same way, but its
-rounding depends on the thread count, so its products get torcia's thread count from
-:data:`SLEEPING_WORK` whatever the load (:func:`worth_threads`). The price of sleeping is a
-wake-up per product: an LSTM layer's steps, a product of (32, 128) @ (128, 512) then the
+MKL's threads are libgomp's too, and sleep between products the same way (after their
+brief spin), but its rounding depends on the thread count, so its products get torcia's
+thread count from :data:`SLEEPING_WORK` whatever the load (:func:`worth_threads`). The
+price of sleeping was a wake-up per product (measured before the spin, when they slept at
+once): an LSTM layer's steps, a product of (32, 128) @ (128, 512) then the
 cell's arithmetic on the calling thread, 32 times, ran 5x slower on two MKL threads than
 on one on the loaded 2-core machine (59 against 12 ms a training step), so products below
 :data:`SLEEPING_WORK` stay on one thread (the LSTM layer splits its steps itself).
@@ -178,7 +179,7 @@ def product_work(rows: int, k: int, n: int) -> int:
 def worth_threads(work: int, spins: bool = True) -> bool:
     """Whether a product of ``work`` multiply-adds is worth torcia's threads now, on a
     library whose threads spin while they wait for each other (``spins``: NumPy's
-    OpenBLAS) or sleep (MKL on passive libgomp: decided by the size alone, never by the
+    OpenBLAS) or soon sleep (MKL on libgomp: decided by the size alone, never by the
     load)."""
     if torcia.get_num_threads() == 1 or work < PARALLEL_WORK:
         return False

@@ -30,14 +30,29 @@ import importlib.metadata
 import os
 import warnings
 
-from torcia_cpu import _native
+from torcia_cpu import SPIN_COUNT, _native
 
 CHOICES = ("auto", "openblas", "mkl")
 _chosen = []
 _splits = []
-#: Whether libgomp, loaded with the extension above, read a passive wait policy
-#: (torcia_cpu/__init__.py's default): its idle threads sleep instead of spinning.
-_PASSIVE_OPENMP = os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive"
+
+
+def _spins_long(env) -> bool:
+    """Whether libgomp, reading ``env`` as it loads with the extension, has its idle threads
+    spin longer than torcia_cpu/__init__.py's ``SPIN_COUNT`` before they sleep: an active
+    wait policy, a larger ``GOMP_SPINCOUNT`` (or one this does not read), or libgomp's own
+    default."""
+    policy = env.get("OMP_WAIT_POLICY", "").strip().lower()
+    count = env.get("GOMP_SPINCOUNT", "").strip()
+    if count:
+        try:
+            return int(count) > SPIN_COUNT
+        except ValueError:
+            return True
+    return policy != "passive"
+
+
+_SPINS_LONG = _spins_long(os.environ)
 
 
 def find_mkl() -> str | None:
@@ -95,9 +110,9 @@ def splits_products() -> bool:
 def threads_spin() -> bool:
     """Whether the threads of the extension's products spin while they wait for each
     other (see ``_blas``): they are libgomp's (MKL's, or the panels OpenBLAS's products
-    are split into: :func:`splits_products`), which sleep under the passive wait policy
-    the plugin sets unless the user chose another."""
-    return not _PASSIVE_OPENMP
+    are split into: :func:`splits_products`), which spin briefly, then sleep, under the
+    spin count the plugin sets unless the user chose another wait."""
+    return _SPINS_LONG
 
 
 def choose() -> str:
