@@ -1278,19 +1278,20 @@ _FLOAT_OPERANDS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
 def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) -> Tensor:
-    """``self op= other`` (``a += b``): :func:`inplace` of ``op_fn``, the out-of-place
-    function, which computes as :func:`binary` does for ``op`` (``float_op`` as its).
+    """``self op= other`` (``a += b``, ``a.add_(b)``): :func:`inplace` of ``op_fn``, the
+    out-of-place function, which computes as :func:`binary` does for ``op`` (``float_op``
+    as its).
 
     Where nothing records, converts or watches (no grad, no mode, a plain tensor of
-    ``self``'s dtype and shape, or a Python float beside a float tensor), the kernel's
-    result is written straight into ``self``: what ``inplace`` does in that case, without
-    its generic steps. Anything else, a kernel's refusal included, takes ``inplace``.
+    ``self``'s dtype, or a Python float beside a float tensor), the kernel writes the
+    result into ``self``'s array in one pass (its ``out=``, see
+    :func:`torcia.hookspecs.torcia_register_kernels`); anything else takes ``inplace``.
     """
     if not _modes_on and self.__class__ is Tensor and not self._requires_grad:
         sd = self._data
         if other.__class__ is Tensor:
             od = other._data
-            fast = (not other._requires_grad and od.dtype is sd.dtype and od.shape == sd.shape
+            fast = (not other._requires_grad and od.dtype is sd.dtype
                     and other._device is self._device and (not float_op or sd.dtype.kind == "f"))
         else:
             od = other
@@ -1298,19 +1299,53 @@ def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) 
         kernels = self._device.kernels
         if fast and kernels is not None and op in kernels:
             check_overlap(self, (other,))
-            try:
-                out = kernels[op](sd, od)
-            except (TypeError, ValueError, OverflowError, NotImplementedError):
-                out = None  # inplace raises it in PyTorch's words (or runs the decomposition)
-            if out is not None and out.dtype is sd.dtype and out.shape == sd.shape:
-                try:
-                    sd[...] = out
-                except ValueError:
-                    pass  # a read-only array: inplace raises PyTorch's error
-                else:
-                    self._vc[0] += 1
-                    return self
+            if _written(kernels[op], sd, od):
+                self._vc[0] += 1
+                return self
     return inplace(op_fn, self, other)
+
+
+def scaled_inplace(op: str, op_fn, self: Tensor, other, alpha) -> Tensor:
+    """``self.add_(other, alpha=alpha)`` (``sub_``: ``op``): as :func:`binary_inplace`,
+    with ``other * alpha`` computed as ``op_fn`` does (``mul``'s kernel), for a plain
+    ``other`` of ``self``'s float dtype and a Python int or float ``alpha``."""
+    if (not _modes_on and self.__class__ is Tensor and other.__class__ is Tensor
+            and not self._requires_grad and not other._requires_grad
+            and alpha.__class__ in (int, float)):
+        sd, od = self._data, other._data
+        kernels = self._device.kernels
+        if (od.dtype is sd.dtype and sd.dtype in _SCALAR_SAFE and other._device is self._device
+                and kernels is not None and op in kernels and "mul" in kernels):
+            check_overlap(self, (other,))
+            try:
+                # as add's alpha: no product where it is 1
+                scaled = od if alpha == 1 else kernels["mul"](od, alpha)
+            except (TypeError, ValueError, OverflowError, NotImplementedError):
+                scaled = None  # inplace raises it in PyTorch's words
+            if (scaled is not None and scaled.dtype == sd.dtype
+                    and _written(kernels[op], sd, scaled)):
+                self._vc[0] += 1
+                return self
+    return inplace(op_fn, self, other, alpha=alpha)
+
+
+def _written(kernel, sd, od) -> bool:
+    """Whether ``kernel(sd, od)`` went into ``sd``: as its ``out=``, or copied from an array
+    of its own. False where the kernel refused or ``sd`` is read-only: ``inplace`` then
+    raises in PyTorch's words (or runs the decomposition)."""
+    try:
+        out = kernel(sd, od, out=sd)
+    except (TypeError, ValueError, OverflowError, NotImplementedError):
+        return False
+    if out is sd:
+        return True
+    if out.dtype is not sd.dtype or out.shape != sd.shape:
+        return False
+    try:
+        sd[...] = out
+    except ValueError:
+        return False
+    return True
 
 
 def write_inplace(op_fn, self: Tensor, args: tuple, kwargs: dict, overlap_args) -> Tensor:

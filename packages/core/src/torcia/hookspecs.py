@@ -65,6 +65,13 @@ def torcia_register_kernels(registry) -> None:
     NumPy reference kernels have priority 0. The ops a device gets no kernel for run
     through the fallback its backend declares, after every plugin's kernels are in.
 
+    The kernels of ``add``, ``sub``, ``mul`` and ``div`` (true division) may take ``out=``,
+    as NumPy's ufuncs do: an array of the result's dtype and shape to write the result
+    into and return. It may be one of the operands (``a += b`` passes ``a``'s array), and
+    otherwise shares no memory with them. Core passes it for the in-place ops when nothing
+    records, converts or watches; a kernel that raises TypeError for it, or returns an
+    array of its own, has its result copied into ``self`` instead.
+
     :param registry: a :class:`torcia.backend.KernelRegistry`; call
         ``registry.add(op, device_type, fn, priority=0)``.
     :returns: nothing.
