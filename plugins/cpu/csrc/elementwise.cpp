@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -107,8 +108,10 @@ TORCIA_CLONES_WIDE void scalar_piece(const T* __restrict__ x, T s, T* __restrict
 // pointers may not alias; here the written pointer is read at the same index only, and
 // the other one is another array, so each loop still vectorises with no overlap test.
 template <Bin OP, bool IO_FIRST, typename T>
-TORCIA_CLONES_WIDE void inplace_piece(T* __restrict__ io, const T* __restrict__ y, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) io[k] = IO_FIRST ? apply(OP, io[k], y[k]) : apply(OP, y[k], io[k]);
+TORCIA_CLONES_WIDE void inplace_piece(T* __restrict__ io, const T* __restrict__ y,
+                                      int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    io[k] = IO_FIRST ? apply(OP, io[k], y[k]) : apply(OP, y[k], io[k]);
 }
 
 template <Bin OP, typename T>
@@ -121,7 +124,33 @@ TORCIA_CLONES_WIDE void scalar_inplace_piece(T* io, T s, int64_t n) {
   for (int64_t k = 0; k < n; ++k) io[k] = FIRST ? apply(OP, s, io[k]) : apply(OP, io[k], s);
 }
 
-// out[k] = x[k] op y[k], where out is x, y, both, or memory of its own (check_out)
+// Elements of alpha * y kept in L1 by scaled_piece: 2 KB of float32
+constexpr int64_t kScaled = 512;
+
+// t[k] = y[k] * s: a function of its own (its clones are called, not inlined), so that
+// the product is rounded before scaled_piece adds it, as mul's kernel and then add's
+// round it: never contracted into an FMA with the sum
+template <typename T>
+TORCIA_CLONES_WIDE void scale_span(const T* __restrict__ y, T s, T* __restrict__ t, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) t[k] = y[k] * s;
+}
+
+// out[k] = x[k] op (y[k] * s), the product rounded first, kScaled elements at a time;
+// out is x, y, both, or memory of its own (out_array)
+template <Bin OP, typename T>
+void scaled_piece(const T* x, const T* y, T s, T* out, int64_t n) {
+  T t[kScaled];
+  for (int64_t lo = 0; lo < n; lo += kScaled) {
+    const int64_t m = std::min(kScaled, n - lo);
+    scale_span<T>(y + lo, s, t, m);
+    if (out == x)
+      inplace_piece<OP, true, T>(out + lo, t, m);
+    else
+      binary_piece<OP, T>(x + lo, t, out + lo, m);
+  }
+}
+
+// out[k] = x[k] op y[k], where out is x, y, both, or memory of its own (out_array)
 template <Bin OP, typename T>
 void any_piece(const T* x, const T* y, T* out, int64_t n) {
   if (out == x && out == y)
@@ -134,17 +163,24 @@ void any_piece(const T* x, const T* y, T* out, int64_t n) {
     binary_piece<OP, T>(x, y, out, n);
 }
 
-// a op b, b (or a, when b_full) repeated every d elements of the other: one piece per
-// stretch of [lo, lo + len) that lies within one repetition
+// a op b (a op b * alpha where scaled), b (or a, when a_row) repeated every d elements
+// of the other: one piece per stretch of [lo, lo + len) that lies within one repetition
 template <Bin OP, typename T>
-void run_binary(const T* a, const T* b, T* out, int64_t n, int64_t d, bool a_row) {
+void run_binary(const T* a, const T* b, T* out, int64_t n, int64_t d, bool a_row,
+                bool scaled, T alpha) {
+  const auto piece = [&](const T* x, const T* y, T* o, int64_t m) {
+    if (scaled)
+      scaled_piece<OP, T>(x, y, alpha, o, m);
+    else
+      any_piece<OP, T>(x, y, o, m);
+  };
   spans(n, [&](int64_t lo, int64_t len) {
     for (int64_t i = lo, end = lo + len; i < end;) {
       const int64_t k = i % d, m = std::min(d - k, end - i);
       if (a_row)
-        any_piece<OP, T>(a + k, b + i, out + i, m);
+        piece(a + k, b + i, out + i, m);
       else
-        any_piece<OP, T>(a + i, b + k, out + i, m);
+        piece(a + i, b + k, out + i, m);
       i += m;
     }
   });
@@ -219,13 +255,17 @@ py::array out_array(const std::string& fn, const py::object& out_arg, const py::
   return out;
 }
 
-// binary(op, a, b, out=None) -> a op b, 1-D: a and b 1-D, C-contiguous, of one float
-// dtype; the shorter (of d elements) repeats along the longer, whose length d divides.
-// The result is a new array, or out (see out_array), which may be a or b: a += b.
+// binary(op, a, b, out=None, alpha=None) -> a op b, 1-D: a and b 1-D, C-contiguous, of
+// one float dtype; the shorter (of d elements) repeats along the longer, whose length d
+// divides. The result is a new array, or out (see out_array), which may be a or b: a += b.
+// alpha (add and sub): a op (b * alpha), alpha rounded to the dtype and the product to
+// it before the sum, as mul's kernel and then the op's give it.
 py::array binary(const std::string& name, const py::array& a, const py::array& b,
-                 const py::object& out_arg) {
+                 const py::object& out_arg, std::optional<double> alpha) {
   const std::string fn = "binary";
   const Bin op = parse_binary(name);
+  if (alpha && op != Bin::add && op != Bin::sub)
+    throw std::runtime_error(fn + ": alpha is add's and sub's, not " + name + "'s");
   flat_array(fn, "a", a);
   flat_array(fn, "b", b);
   torcia_checks::like(fn, "b", b, "a", a);
@@ -237,16 +277,17 @@ py::array binary(const std::string& name, const py::array& a, const py::array& b
   py::array out = out_array(fn, out_arg, a, {n}, {&a, &b});
   if (n == 0) return out;
   by_op(op, [&](auto c) {
+    const double s = alpha.value_or(1.0);
     if (is_f32(a))
       run_binary<decltype(c)::value, float>(static_cast<const float*>(a.data()),
                                             static_cast<const float*>(b.data()),
                                             static_cast<float*>(out.mutable_data()), n, d,
-                                            a_row);
+                                            a_row, alpha.has_value(), static_cast<float>(s));
     else
       run_binary<decltype(c)::value, double>(static_cast<const double*>(a.data()),
                                              static_cast<const double*>(b.data()),
                                              static_cast<double*>(out.mutable_data()), n, d,
-                                             a_row);
+                                             a_row, alpha.has_value(), s);
   });
   return out;
 }
@@ -619,7 +660,7 @@ py::array cat(const std::vector<py::array>& arrays, int64_t dim) {
 void define_elementwise(py::module_& m) {
   m.attr("ELEMENTWISE_GRAIN") = kGrain;
   m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"),
-        py::arg("out") = py::none());
+        py::arg("out") = py::none(), py::arg("alpha") = py::none());
   m.def("binary_scalar", &binary_scalar, py::arg("op"), py::arg("x"), py::arg("s"),
         py::arg("scalar_first"), py::arg("out") = py::none());
   m.def("unary", &unary, py::arg("op"), py::arg("x"));

@@ -435,3 +435,32 @@ def test_inplace_through_torcia_does_not_allocate_the_result(monkeypatch):
     a, b = torcia.randn(3, GRAIN), torcia.randn(3, GRAIN)
     a.add_(b)
     assert len(seen) == 1 and np.shares_memory(seen[0], a.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha", [0.1, -3, 1e300, 2 ** 60 + 1, 0.5])
+@pytest.mark.parametrize("case", [((3, GRAIN + 7), (3, GRAIN + 7), "a"),
+                                  ((3, GRAIN + 7), None, "both"),
+                                  ((40, 1000), (1000,), "a"), ((40, 1000), (1, 1000), "new"),
+                                  ((5, 7), (5, 7), "a")], ids=str)
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_alpha_into_out_is_mul_then_the_op_bit_for_bit(op, case, alpha, dtype):
+    # a op b * alpha in one pass: the product rounded first (no FMA), as mul then op
+    a = _array(case[0], dtype)
+    b = a if case[1] is None else _array(case[1], dtype)
+    with np.errstate(all="ignore"):
+        want = _ref(op)(a, _ref("mul")(b, alpha))
+        out = np.empty(want.shape, dtype) if case[2] == "new" else a
+        assert ELEMENTWISE[op](a, b, out=out, alpha=alpha) is out
+    _same(out, want)
+
+
+def test_alpha_needs_out_and_is_add_and_subs():
+    a = _array((4,), np.float32)
+    with pytest.raises(TypeError, match="alpha is taken as a Python number with out= only"):
+        ELEMENTWISE["add"](a, a, alpha=2.0)
+    with pytest.raises(RuntimeError, match="alpha is add's and sub's, not mul's"):
+        _native.binary("mul", a, a, None, 2.0)
+    assert library.fallback("add", "cpu") is np.add
+    assert not torcia.backend.takes_param(np.add, "alpha")
+    assert torcia.backend.takes_param(ELEMENTWISE["sub"], "alpha")

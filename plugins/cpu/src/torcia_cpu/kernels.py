@@ -784,6 +784,46 @@ def _native_binary(op, a, b, out=None):
     return out
 
 
+def _scaled(op, a, b, alpha, out):
+    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (from
+    the grain on, on any thread count: one pass instead of two and no product array; a
+    float array b of a's dtype, its shape or a's trailing dims', C-contiguous arrays, an
+    ``alpha`` a double holds exactly), else None."""
+    if (a.size < _GRAIN or b.__class__ is not _ndarray or b.dtype != a.dtype
+            or not b.flags.c_contiguous
+            or (alpha.__class__ is int and not -_EXACT_INT <= alpha <= _EXACT_INT)):
+        return None
+    if (a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous
+            or b.ndim > a.ndim or out.__class__ is not _ndarray or out.dtype != a.dtype
+            or out.shape != a.shape or not out.flags.c_contiguous or not out.flags.writeable):
+        return None
+    inner = _strip_leading_ones(b)
+    if b.size > a.size or a.shape[a.ndim - inner.ndim:] != inner.shape:
+        return None
+    _native.binary(op, _flat(a), _flat(b), _flat(out), float(alpha))
+    return out
+
+
+def _alpha_kernel(op):
+    plain = _binary_kernel(op)
+
+    def kernel(a, b, out=None, alpha=1):
+        """add's (sub's) kernel; ``alpha`` with ``out``: ``a op b * alpha`` (the
+        hookspecs' contract), natively in one pass where the operands allow, else
+        ``mul``'s kernel and then the op's."""
+        if out is None or alpha.__class__ not in (int, float) or alpha == 1:
+            if alpha != 1:
+                raise TypeError(f"{op}: alpha is taken as a Python number with out= only")
+            return plain(a, b, out)
+        result = _scaled(op, a, b, alpha, out)
+        if result is not None:
+            return result
+        return plain(a, ELEMENTWISE["mul"](b, alpha), out)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
+
+
 def _binary_kernel(op):
     reference = None
 
@@ -883,7 +923,8 @@ def _reduction_kernel(op):
 
 #: Elementwise ops and reductions run natively on large float arrays.
 ELEMENTWISE = {
-    **{op: _binary_kernel(op) for op in ("add", "sub", "mul")},
+    **{op: _alpha_kernel(op) for op in ("add", "sub")},
+    "mul": _binary_kernel("mul"),
     "div": _div_kernel(),
     **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
                                         "square")},
