@@ -124,30 +124,55 @@ TORCIA_CLONES_WIDE void scalar_inplace_piece(T* io, T s, int64_t n) {
   for (int64_t k = 0; k < n; ++k) io[k] = FIRST ? apply(OP, s, io[k]) : apply(OP, io[k], s);
 }
 
-// Elements of alpha * y kept in L1 by scaled_piece: 2 KB of float32
-constexpr int64_t kScaled = 512;
+// a op b * s for add and sub, the product rounded before the sum, as mul's kernel and
+// then the op's give it: fp-contract off, so that no clone fuses them into an FMA (which
+// rounds once; checked in the assembly). Written out rather than through apply(), which
+// would be inlined across different options.
+#define TORCIA_NO_FMA __attribute__((optimize("fp-contract=off")))
 
-// t[k] = y[k] * s: a function of its own (its clones are called, not inlined), so that
-// the product is rounded before scaled_piece adds it, as mul's kernel and then add's
-// round it: never contracted into an FMA with the sum
-template <typename T>
-TORCIA_CLONES_WIDE void scale_span(const T* __restrict__ y, T s, T* __restrict__ t, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) t[k] = y[k] * s;
+// out[k] = x[k] op y[k] * s into memory of its own
+template <Bin OP, typename T>
+TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_apart(const T* __restrict__ x,
+                                                         const T* __restrict__ y, T s,
+                                                         T* __restrict__ out, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T p = y[k] * s;
+    out[k] = OP == Bin::add ? x[k] + p : x[k] - p;
+  }
 }
 
-// out[k] = x[k] op (y[k] * s), the product rounded first, kScaled elements at a time;
-// out is x, y, both, or memory of its own (out_array)
+// io[k] = io[k] op v[k] * s (IO_FIRST), or v[k] op io[k] * s
+template <Bin OP, bool IO_FIRST, typename T>
+TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_inplace(T* __restrict__ io,
+                                                           const T* __restrict__ v, T s,
+                                                           int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T p = (IO_FIRST ? v[k] : io[k]) * s;
+    const T a = IO_FIRST ? io[k] : v[k];
+    io[k] = OP == Bin::add ? a + p : a - p;
+  }
+}
+
+// io[k] = io[k] op io[k] * s
+template <Bin OP, typename T>
+TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_self(T* io, T s, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T p = io[k] * s;
+    io[k] = OP == Bin::add ? io[k] + p : io[k] - p;
+  }
+}
+
+// out[k] = x[k] op y[k] * s (add and sub); out is x, y, both, or memory of its own
 template <Bin OP, typename T>
 void scaled_piece(const T* x, const T* y, T s, T* out, int64_t n) {
-  T t[kScaled];
-  for (int64_t lo = 0; lo < n; lo += kScaled) {
-    const int64_t m = std::min(kScaled, n - lo);
-    scale_span<T>(y + lo, s, t, m);
-    if (out == x)
-      inplace_piece<OP, true, T>(out + lo, t, m);
-    else
-      binary_piece<OP, T>(x + lo, t, out + lo, m);
-  }
+  if (out == x && out == y)
+    scaled_piece_self<OP, T>(out, s, n);
+  else if (out == x)
+    scaled_piece_inplace<OP, true, T>(out, y, s, n);
+  else if (out == y)
+    scaled_piece_inplace<OP, false, T>(out, x, s, n);
+  else
+    scaled_piece_apart<OP, T>(x, y, s, out, n);
 }
 
 // out[k] = x[k] op y[k], where out is x, y, both, or memory of its own (out_array)
