@@ -785,12 +785,11 @@ def _native_binary(op, a, b, out=None):
 
 
 def _scaled(op, a, b, alpha, out):
-    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (from
-    the grain on, on any thread count: one pass instead of two and no product array; a
-    float array b of a's dtype, its shape or a's trailing dims', C-contiguous arrays, an
-    ``alpha`` a double holds exactly), else None."""
-    if (a.size < _GRAIN or b.__class__ is not _ndarray or b.dtype != a.dtype
-            or not b.flags.c_contiguous
+    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (on
+    any thread count: one pass instead of two and no product array; a float array b of
+    a's dtype, its shape or a's trailing dims', C-contiguous arrays, an ``alpha`` a double
+    holds exactly), else None."""
+    if (b.__class__ is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous
             or (alpha.__class__ is int and not -_EXACT_INT <= alpha <= _EXACT_INT)):
         return None
     if (a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous
@@ -806,15 +805,22 @@ def _scaled(op, a, b, alpha, out):
 
 def _alpha_kernel(op):
     plain = _binary_kernel(op)
+    reference = mul = None
 
     def kernel(a, b, out=None, alpha=1):
         """add's (sub's) kernel; ``alpha`` with ``out``: ``a op b * alpha`` (the
         hookspecs' contract), natively in one pass where the operands allow, else
-        ``mul``'s kernel and then the op's."""
+        ``mul``'s kernel and then the op's (below the grain their references: what
+        they run there, without their layers)."""
+        nonlocal reference, mul
         if out is None or alpha.__class__ not in (int, float) or alpha == 1:
             if alpha != 1:
                 raise TypeError(f"{op}: alpha is taken as a Python number with out= only")
             return plain(a, b, out)
+        if a.size < _GRAIN and b.__class__ is _ndarray and b.size < _GRAIN:
+            if reference is None:
+                reference, mul = fallback(op, "cpu"), fallback("mul", "cpu")
+            return reference(a, mul(b, alpha), out=out)
         result = _scaled(op, a, b, alpha, out)
         if result is not None:
             return result
