@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import _methods, ops
+from torcia import _methods, library, ops
 
 UNARY = sorted(set(_methods.INPLACE) & set(ops.UNARY_FLOAT + ops.UNARY_SAME) - {"bitwise_not"})
 BINARY = sorted(set(_methods.INPLACE) & set(ops.BINARY + ops.BINARY_FLOAT + ("div",))
@@ -111,3 +111,68 @@ def test_augmented_assignment_refusals():
         torcia.from_numpy(frozen).__imul__(2.0)
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         torcia.ones(3).__iadd__(torcia.ones(2, 3))
+
+
+def _bits(t):
+    a = t.numpy()
+    return a.view(f"u{a.itemsize}")
+
+
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+@pytest.mark.parametrize("call", ["add_", "sub_", "mul_", "div_", "add_alpha", "sub_alpha"])
+@pytest.mark.parametrize("other", ["tensor", "row", "float", "self"])
+def test_arithmetic_inplace_writes_the_out_of_place_bits(call, dtype, other):
+    # a.add_(b) writes the kernel's result into a (its out=): the bits of a + b, through
+    # views, with the version bumped
+    torcia.manual_seed(0)
+    base = torcia.randn(6, 5, dtype=dtype)
+    view = base[2]
+    operand = {"tensor": torcia.randn(6, 5, dtype=dtype), "row": torcia.randn(5, dtype=dtype),
+               "float": 0.3, "self": base}[other]
+    name, kwargs = (call[:4], {"alpha": 0.7}) if call.endswith("alpha") else (call, {})
+    expected = getattr(torcia, name[:-1])(base, operand, **kwargs)
+    assert getattr(base, name)(operand, **kwargs) is base
+    np.testing.assert_array_equal(_bits(base), _bits(expected))
+    np.testing.assert_array_equal(_bits(view), _bits(expected[2]))
+    assert base._version == view._version == 1
+
+
+def test_arithmetic_inplace_on_a_strided_self_and_refusals():
+    x = torcia.arange(12.0).reshape(3, 4)
+    t = x.t()
+    expected = t * 2.5 + 1.0
+    t.mul_(2.5).add_(torcia.ones(3))
+    np.testing.assert_array_equal(x.t().numpy(), expected.numpy())
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x[1:].add_(x[:-1])
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x[1:].sub_(x[:-1], alpha=2.0)
+    with pytest.raises(RuntimeError, match="more than one element"):
+        torcia.ones(1).expand(3).mul_(torcia.ones(3))
+    frozen = np.ones(3, np.float32)
+    frozen.flags.writeable = False
+    for call in (lambda t: t.add_(torcia.ones(3)), lambda t: t.mul_(2.0),
+                 lambda t: t.add_(torcia.ones(3), alpha=2.0)):
+        with pytest.raises(RuntimeError, match="read-only"):
+            call(torcia.from_numpy(frozen))
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torcia.ones(3).div_(torcia.ones(2, 3))
+    assert x._version == 2
+
+
+def test_arithmetic_inplace_with_a_kernel_without_out(monkeypatch):
+    # a device kernel that does not take out= has its result copied in, as before
+    x = torcia.ones(4)
+    kernels = x._device.backend.kernels
+    monkeypatch.setitem(kernels, "add", lambda a, b: np.add(a, b))
+    monkeypatch.setitem(kernels, "mul", lambda a, b, **params: np.multiply(a, b))
+    x.add_(torcia.full((4,), 2.0))
+    x.mul_(0.5)
+    x.add_(x, alpha=3.0)
+    assert x.tolist() == [6.0] * 4 and x._version == 3
+
+
+def test_reference_kernels_take_out():
+    a, b = np.array([1.0, 4.0], np.float32), np.array([2.0, 8.0], np.float32)
+    div = library.fallback("div", "cpu")
+    assert div(a, b, out=a) is a and a.tolist() == [0.5, 0.5]

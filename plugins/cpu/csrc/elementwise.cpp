@@ -16,6 +16,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -101,17 +103,109 @@ TORCIA_CLONES_WIDE void scalar_piece(const T* __restrict__ x, T s, T* __restrict
   for (int64_t k = 0; k < n; ++k) out[k] = FIRST ? apply(OP, s, x[k]) : apply(OP, x[k], s);
 }
 
-// a op b, b (or a, when b_full) repeated every d elements of the other: one piece per
-// stretch of [lo, lo + len) that lies within one repetition
+// The in-place pieces (an out= that is an operand): io[k] = io[k] op y[k] (or y[k] op
+// io[k] when IO_FIRST is false), and io[k] = io[k] op io[k]. binary_piece's restrict
+// pointers may not alias; here the written pointer is read at the same index only, and
+// the other one is another array, so each loop still vectorises with no overlap test.
+template <Bin OP, bool IO_FIRST, typename T>
+TORCIA_CLONES_WIDE void inplace_piece(T* __restrict__ io, const T* __restrict__ y,
+                                      int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    io[k] = IO_FIRST ? apply(OP, io[k], y[k]) : apply(OP, y[k], io[k]);
+}
+
 template <Bin OP, typename T>
-void run_binary(const T* a, const T* b, T* out, int64_t n, int64_t d, bool a_row) {
+TORCIA_CLONES_WIDE void self_piece(T* io, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) io[k] = apply(OP, io[k], io[k]);
+}
+
+template <Bin OP, bool FIRST, typename T>
+TORCIA_CLONES_WIDE void scalar_inplace_piece(T* io, T s, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) io[k] = FIRST ? apply(OP, s, io[k]) : apply(OP, io[k], s);
+}
+
+// a op b * s for add and sub, the product rounded before the sum, as mul's kernel and
+// then the op's give it: fp-contract off, so that no clone fuses them into an FMA (which
+// rounds once; checked in the assembly). Written out rather than through apply(), which
+// would be inlined across different options.
+#define TORCIA_NO_FMA __attribute__((optimize("fp-contract=off")))
+
+// out[k] = x[k] op y[k] * s into memory of its own
+template <Bin OP, typename T>
+TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_apart(const T* __restrict__ x,
+                                                         const T* __restrict__ y, T s,
+                                                         T* __restrict__ out, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T p = y[k] * s;
+    out[k] = OP == Bin::add ? x[k] + p : x[k] - p;
+  }
+}
+
+// io[k] = io[k] op v[k] * s (IO_FIRST), or v[k] op io[k] * s
+template <Bin OP, bool IO_FIRST, typename T>
+TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_inplace(T* __restrict__ io,
+                                                           const T* __restrict__ v, T s,
+                                                           int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T p = (IO_FIRST ? v[k] : io[k]) * s;
+    const T a = IO_FIRST ? io[k] : v[k];
+    io[k] = OP == Bin::add ? a + p : a - p;
+  }
+}
+
+// io[k] = io[k] op io[k] * s
+template <Bin OP, typename T>
+TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_self(T* io, T s, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T p = io[k] * s;
+    io[k] = OP == Bin::add ? io[k] + p : io[k] - p;
+  }
+}
+
+// out[k] = x[k] op y[k] * s (add and sub); out is x, y, both, or memory of its own
+template <Bin OP, typename T>
+void scaled_piece(const T* x, const T* y, T s, T* out, int64_t n) {
+  if (out == x && out == y)
+    scaled_piece_self<OP, T>(out, s, n);
+  else if (out == x)
+    scaled_piece_inplace<OP, true, T>(out, y, s, n);
+  else if (out == y)
+    scaled_piece_inplace<OP, false, T>(out, x, s, n);
+  else
+    scaled_piece_apart<OP, T>(x, y, s, out, n);
+}
+
+// out[k] = x[k] op y[k], where out is x, y, both, or memory of its own (out_array)
+template <Bin OP, typename T>
+void any_piece(const T* x, const T* y, T* out, int64_t n) {
+  if (out == x && out == y)
+    self_piece<OP, T>(out, n);
+  else if (out == x)
+    inplace_piece<OP, true, T>(out, y, n);
+  else if (out == y)
+    inplace_piece<OP, false, T>(out, x, n);
+  else
+    binary_piece<OP, T>(x, y, out, n);
+}
+
+// a op b (a op b * alpha where scaled), b (or a, when a_row) repeated every d elements
+// of the other: one piece per stretch of [lo, lo + len) that lies within one repetition
+template <Bin OP, typename T>
+void run_binary(const T* a, const T* b, T* out, int64_t n, int64_t d, bool a_row,
+                bool scaled, T alpha) {
+  const auto piece = [&](const T* x, const T* y, T* o, int64_t m) {
+    if (scaled)
+      scaled_piece<OP, T>(x, y, alpha, o, m);
+    else
+      any_piece<OP, T>(x, y, o, m);
+  };
   spans(n, [&](int64_t lo, int64_t len) {
     for (int64_t i = lo, end = lo + len; i < end;) {
       const int64_t k = i % d, m = std::min(d - k, end - i);
       if (a_row)
-        binary_piece<OP, T>(a + k, b + i, out + i, m);
+        piece(a + k, b + i, out + i, m);
       else
-        binary_piece<OP, T>(a + i, b + k, out + i, m);
+        piece(a + i, b + k, out + i, m);
       i += m;
     }
   });
@@ -120,10 +214,16 @@ void run_binary(const T* a, const T* b, T* out, int64_t n, int64_t d, bool a_row
 template <Bin OP, typename T>
 void run_scalar(const T* x, T s, T* out, int64_t n, bool scalar_first) {
   spans(n, [&](int64_t lo, int64_t len) {
-    if (scalar_first)
+    if (out == x) {
+      if (scalar_first)
+        scalar_inplace_piece<OP, true, T>(out + lo, s, len);
+      else
+        scalar_inplace_piece<OP, false, T>(out + lo, s, len);
+    } else if (scalar_first) {
       scalar_piece<OP, true, T>(x + lo, s, out + lo, len);
-    else
+    } else {
       scalar_piece<OP, false, T>(x + lo, s, out + lo, len);
+    }
   });
 }
 
@@ -144,11 +244,53 @@ void flat_array(const std::string& fn, const std::string& name, const py::array&
                              torcia_checks::shape_of(a));
 }
 
-// binary(op, a, b) -> a op b, a new 1-D array: a and b 1-D, C-contiguous, of one float
-// dtype; the shorter (of d elements) repeats along the longer, whose length d divides.
-py::array binary(const std::string& name, const py::array& a, const py::array& b) {
+// The array a kernel writes its result into: a new one of `shape` and like's dtype where
+// out_arg is None, else out_arg, checked before anything is written: an array, writeable,
+// C-contiguous, of like's dtype and of `shape`, and either one of the operands (the same
+// first element and size: elementwise, each element is read before it is written) or
+// memory of its own (a partial overlap would read elements already written).
+py::array out_array(const std::string& fn, const py::object& out_arg, const py::array& like,
+                    const std::vector<py::ssize_t>& shape,
+                    std::initializer_list<const py::array*> operands) {
+  if (out_arg.is_none()) return py::array(like.dtype(), shape);
+  if (!py::isinstance<py::array>(out_arg))
+    throw std::runtime_error(fn + ": out must be a NumPy array, got " +
+                             std::string(py::str(py::type::of(out_arg))));
+  py::array out = py::reinterpret_borrow<py::array>(out_arg);
+  torcia_checks::like(fn, "out", out, "the operands", like);
+  if (!out.writeable()) throw std::runtime_error(fn + ": out is read-only");
+  bool fits = out.ndim() == static_cast<py::ssize_t>(shape.size());
+  for (size_t i = 0; fits && i < shape.size(); ++i) fits = out.shape(i) == shape[i];
+  if (!fits) {
+    std::string want = "(";
+    for (size_t i = 0; i < shape.size(); ++i)
+      want += (i ? ", " : "") + std::to_string(shape[i]);
+    throw std::runtime_error(fn + ": out has shape " + torcia_checks::shape_of(out) +
+                             ", the result has " + want + (shape.size() == 1 ? ",)" : ")"));
+  }
+  const char* lo = static_cast<const char*>(out.data());
+  const char* hi = lo + out.nbytes();
+  for (const py::array* x : operands) {
+    const char* xlo = static_cast<const char*>(x->data());
+    const char* xhi = xlo + x->nbytes();
+    const bool apart = xhi <= lo || hi <= xlo || out.nbytes() == 0 || x->nbytes() == 0;
+    if (!apart && !(xlo == lo && xhi == hi))
+      throw std::runtime_error(fn + ": out overlaps an operand in part");
+  }
+  return out;
+}
+
+// binary(op, a, b, out=None, alpha=None) -> a op b, 1-D: a and b 1-D, C-contiguous, of
+// one float dtype; the shorter (of d elements) repeats along the longer, whose length d
+// divides. The result is a new array, or out (see out_array), which may be a or b: a += b.
+// alpha (add and sub): a op (b * alpha), alpha rounded to the dtype and the product to
+// it before the sum, as mul's kernel and then the op's give it.
+py::array binary(const std::string& name, const py::array& a, const py::array& b,
+                 const py::object& out_arg, std::optional<double> alpha) {
   const std::string fn = "binary";
   const Bin op = parse_binary(name);
+  if (alpha && op != Bin::add && op != Bin::sub)
+    throw std::runtime_error(fn + ": alpha is add's and sub's, not " + name + "'s");
   flat_array(fn, "a", a);
   flat_array(fn, "b", b);
   torcia_checks::like(fn, "b", b, "a", a);
@@ -157,31 +299,34 @@ py::array binary(const std::string& name, const py::array& a, const py::array& b
   if (d == 0 ? n != 0 : n % d != 0)
     throw std::runtime_error(fn + ": the lengths " + std::to_string(a.size()) + " and " +
                              std::to_string(b.size()) + " do not repeat into each other");
-  py::array out(a.dtype(), std::vector<py::ssize_t>{n});
+  py::array out = out_array(fn, out_arg, a, {n}, {&a, &b});
   if (n == 0) return out;
   by_op(op, [&](auto c) {
+    const double s = alpha.value_or(1.0);
     if (is_f32(a))
       run_binary<decltype(c)::value, float>(static_cast<const float*>(a.data()),
                                             static_cast<const float*>(b.data()),
                                             static_cast<float*>(out.mutable_data()), n, d,
-                                            a_row);
+                                            a_row, alpha.has_value(), static_cast<float>(s));
     else
       run_binary<decltype(c)::value, double>(static_cast<const double*>(a.data()),
                                              static_cast<const double*>(b.data()),
                                              static_cast<double*>(out.mutable_data()), n, d,
-                                             a_row);
+                                             a_row, alpha.has_value(), s);
   });
   return out;
 }
 
-// binary_scalar(op, x, s, scalar_first) -> x op s (s op x when scalar_first), a new array
-// of x's shape: x C-contiguous float32 or float64, s rounded to x's dtype first.
+// binary_scalar(op, x, s, scalar_first, out=None) -> x op s (s op x when scalar_first),
+// of x's shape: x C-contiguous float32 or float64, s rounded to x's dtype first. The
+// result is a new array, or out (see out_array), which may be x: x *= s.
 py::array binary_scalar(const std::string& name, const py::array& x, double s,
-                        bool scalar_first) {
+                        bool scalar_first, const py::object& out_arg) {
   const std::string fn = "binary_scalar";
   const Bin op = parse_binary(name);
   torcia_checks::float_array(fn, "x", x);
-  py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array out = out_array(fn, out_arg, x,
+                            std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()), {&x});
   by_op(op, [&](auto c) {
     if (is_f32(x))
       run_scalar<decltype(c)::value, float>(static_cast<const float*>(x.data()),
@@ -539,9 +684,10 @@ py::array cat(const std::vector<py::array>& arrays, int64_t dim) {
 
 void define_elementwise(py::module_& m) {
   m.attr("ELEMENTWISE_GRAIN") = kGrain;
-  m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"));
+  m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"),
+        py::arg("out") = py::none(), py::arg("alpha") = py::none());
   m.def("binary_scalar", &binary_scalar, py::arg("op"), py::arg("x"), py::arg("s"),
-        py::arg("scalar_first"));
+        py::arg("scalar_first"), py::arg("out") = py::none());
   m.def("unary", &unary, py::arg("op"), py::arg("x"));
   m.def("reduce_sum", &reduce_sum, py::arg("x"), py::arg("outer"), py::arg("r"),
         py::arg("inner"), py::arg("mean"));

@@ -336,3 +336,131 @@ def test_blocked_plugin_gives_the_same_arithmetic(with_and_without_plugin):
     res = with_and_without_plugin(script)
     assert res["native"][0] == "native"
     _same(res["native"][1], res["numpy"][1])
+
+
+# (a's shape, b's shape, which array out is): the result written over a, over b (the
+# longer one), over both (a op a), or into an array of its own
+INTO = [((3, GRAIN + 7), (3, GRAIN + 7), "a"), ((3, GRAIN + 7), (3, GRAIN + 7), "b"),
+        ((3, GRAIN + 7), None, "both"), ((40, 1000), (1000,), "a"),
+        ((1000,), (40, 1000), "b"), ((40, 1000), (40, 1000), "new"),
+        ((50000,), (), "a"), ((1, 1), (3, 20000), "b"), ((300, 1), (1, 300), "new")]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", INTO, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_binary_into_out_is_the_reference_bit_for_bit(op, case, dtype):
+    a = _array(case[0], dtype)
+    b = a if case[1] is None else _array(case[1], dtype)
+    with np.errstate(all="ignore"):
+        want = _ref(op)(a, b)
+        out = {"a": a, "b": b, "both": a, "new": np.empty(want.shape, dtype)}[case[2]]
+        assert ELEMENTWISE[op](a, b, out=out) is out
+    _same(out, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("scalar", [0.1, -3, 1e300, 2 ** 60 + 1])
+def test_binary_with_a_python_number_into_out(op, dtype, scalar):
+    a = _array((3, GRAIN + 3), dtype)
+    with np.errstate(all="ignore"):
+        want = _ref(op)(a, scalar)
+        assert ELEMENTWISE[op](a, scalar, out=a) is a
+    _same(a, want)
+
+
+def test_binary_into_out_hands_other_outs_to_the_reference():
+    # a read-only, strided or mistyped out goes to NumPy's ufunc, which refuses or writes it
+    a, b = _array((4, GRAIN), np.float32), _array((4, GRAIN), np.float32)
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        ELEMENTWISE["add"](frozen, b, out=frozen)
+    wide = np.zeros((4, 2 * GRAIN), np.float32)
+    with np.errstate(all="ignore"):
+        assert ELEMENTWISE["div"](a, b, out=wide[:, ::2]) is not None
+        _same(wide[:, ::2], _ref("div")(a, b))
+    with pytest.raises(ValueError):
+        ELEMENTWISE["mul"](a, b, out=np.empty((2, GRAIN), np.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("call", ["add_", "sub_", "mul_", "div_", "add_alpha", "iadd",
+                                  "mul_float", "add_row", "add_self"])
+def test_inplace_through_torcia_is_the_out_of_place_bits_on_every_thread_count(call, dtype):
+    # a.add_(b) and a += b write natively into a's memory: the bits of a + b, on 1-3 threads
+    x = _array((3, GRAIN + 11), dtype)
+    y = _array((3, GRAIN + 11), dtype)
+    row = _array((GRAIN + 11,), dtype)
+    before = torcia.get_num_threads()
+    results = []
+    try:
+        for n in (1, 2, 3):
+            torcia.set_num_threads(n)
+            kernels.follow_threads(2)  # native even on one thread
+            a, b = torcia.from_numpy(x.copy()), torcia.from_numpy(y.copy())
+            other = {"add_row": torcia.from_numpy(row), "add_self": a,
+                     "mul_float": 0.37}.get(call, b)
+            name = {"iadd": "add_", "mul_float": "mul_", "add_row": "add_", "add_self": "add_",
+                    "add_alpha": "add_"}.get(call, call)
+            kwargs = {"alpha": -0.3} if call == "add_alpha" else {}
+            with np.errstate(all="ignore"):
+                want = getattr(torcia, name[:-1])(a, other, **kwargs)
+                data = a.numpy()
+                if call == "iadd":
+                    a += other
+                else:
+                    assert getattr(a, name)(other, **kwargs) is a
+            assert a.numpy() is data or np.shares_memory(a.numpy(), data)
+            _same(a.numpy(), want.numpy())
+            assert a._version == 1
+            results.append(a.numpy())
+    finally:
+        torcia.set_num_threads(before)
+    for other in results[1:]:
+        _same(other, results[0])
+
+
+def test_inplace_through_torcia_does_not_allocate_the_result(monkeypatch):
+    # the native kernel gets self's array as its out: no result array to copy back
+    seen = []
+    real = _native.binary
+
+    def spy(op, a, b, out=None):
+        seen.append(out)
+        return real(op, a, b, out)
+
+    monkeypatch.setattr(_native, "binary", spy)
+    a, b = torcia.randn(3, GRAIN), torcia.randn(3, GRAIN)
+    a.add_(b)
+    assert len(seen) == 1 and np.shares_memory(seen[0], a.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha", [0.1, -3, 1e300, 2 ** 60 + 1, 0.5])
+@pytest.mark.parametrize("case", [((3, GRAIN + 7), (3, GRAIN + 7), "a"),
+                                  ((3, GRAIN + 7), None, "both"),
+                                  ((40, 1000), (1000,), "a"), ((40, 1000), (1, 1000), "new"),
+                                  ((5, 7), (5, 7), "a")], ids=str)
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_alpha_into_out_is_mul_then_the_op_bit_for_bit(op, case, alpha, dtype):
+    # a op b * alpha in one pass: the product rounded first (no FMA), as mul then op
+    a = _array(case[0], dtype)
+    b = a if case[1] is None else _array(case[1], dtype)
+    with np.errstate(all="ignore"):
+        want = _ref(op)(a, _ref("mul")(b, alpha))
+        out = np.empty(want.shape, dtype) if case[2] == "new" else a
+        assert ELEMENTWISE[op](a, b, out=out, alpha=alpha) is out
+    _same(out, want)
+
+
+def test_alpha_needs_out_and_is_add_and_subs():
+    a = _array((4,), np.float32)
+    with pytest.raises(TypeError, match="alpha is taken as a Python number with out= only"):
+        ELEMENTWISE["add"](a, a, alpha=2.0)
+    with pytest.raises(RuntimeError, match="alpha is add's and sub's, not mul's"):
+        _native.binary("mul", a, a, None, 2.0)
+    assert library.fallback("add", "cpu") is np.add
+    assert not torcia.backend.takes_param(np.add, "alpha")
+    assert torcia.backend.takes_param(ELEMENTWISE["sub"], "alpha")

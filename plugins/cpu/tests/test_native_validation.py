@@ -166,6 +166,22 @@ CASES = {
     "binary non-contiguous operand": (
         f"n.binary('sub', z({BIG}), z({2 * BIG})[::2])", "b must be C-contiguous"),
     "binary unknown op": ("n.binary('pow', z(4), z(4))", "unknown op 'pow'"),
+    "binary out of another dtype": (
+        "n.binary('add', z(4), z(4), np.zeros(4))", "out has dtype float64"),
+    "binary out of another size": (
+        f"n.binary('add', z({BIG}), z({BIG}), z({BIG} - 1))", f"the result has ({BIG},)"),
+    "binary out not an array": ("n.binary('add', z(4), z(4), [0.0] * 4)",
+                                "out must be a NumPy array"),
+    "binary out non-contiguous": (
+        f"n.binary('mul', z({BIG}), z({BIG}), z({2 * BIG})[::2])", "out must be C-contiguous"),
+    "binary out read-only": (
+        "n.binary('add', z(4), z(4), np.lib.stride_tricks.as_strided(z(4), writeable=False))",
+        "out is read-only"),
+    "binary out overlapping an operand in part": (
+        f"(lambda x: n.binary('add', x[1:], x[:-1], x[:-1]))(z({BIG} + 1))",
+        "out overlaps an operand in part"),
+    "binary_scalar out of another shape": (
+        "n.binary_scalar('mul', z(4, 4), 2.0, False, z(16))", "the result has (4, 4)"),
     "binary_scalar integer array": (
         "n.binary_scalar('div', np.zeros(4, np.int64), 2.0, False)",
         "x must be float32 or float64"),

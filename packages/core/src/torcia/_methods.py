@@ -29,6 +29,7 @@ from torcia._tensor import (
     check_overlap,
     inplace,
     load_autograd,
+    scaled_inplace,
 )
 from torcia.backend import CPU, _cuda_backend, _cuda_runtime
 from torcia.random import rng_of
@@ -267,6 +268,33 @@ Tensor.__iadd__ = _binary_iop("add", _forward("add"))
 Tensor.__isub__ = _binary_iop("sub", _oplib.sub)
 Tensor.__imul__ = _binary_iop("mul", _forward("mul"))
 Tensor.__itruediv__ = _binary_iop("truediv", _forward("truediv", True), True)
+
+
+def _make_binary_inplace(py, float_op=False):
+    """``Tensor.add_`` (``sub_``, ``mul_``, ``div_``): its ``_make_inplace`` method, which
+    takes :func:`binary_inplace` (``a += b``'s) for a lone operand and
+    :func:`scaled_inplace` for add's and sub's ``alpha=``."""
+    op = _RUNS[py]
+    fn = getattr(_oplib, op)
+    takes_alpha = op in ("add", "sub")
+
+    def method(self, *args, **kwargs):
+        if len(args) == 1:
+            if not kwargs:
+                return binary_inplace(op, fn, self, args[0], float_op)
+            if takes_alpha and len(kwargs) == 1 and "alpha" in kwargs:
+                return scaled_inplace(op, fn, self, args[0], kwargs["alpha"])
+        return inplace(fn, self, *args, **kwargs)
+
+    generic = _make_inplace(fn)
+    method.__name__, method.__doc__ = generic.__name__, generic.__doc__
+    return method
+
+
+Tensor.add_ = _make_binary_inplace("add")
+Tensor.sub_ = _make_binary_inplace("sub")
+Tensor.mul_ = _make_binary_inplace("mul")
+Tensor.div_ = _make_binary_inplace("truediv", True)
 Tensor.__ifloordiv__ = _iop(lambda s, o: _oplib.div(s, o, rounding_mode="floor"))
 Tensor.__imod__ = _iop(_forward("mod"))
 Tensor.__ipow__ = _iop(_forward("pow"))

@@ -181,6 +181,7 @@ static PyObject *float32 = NULL, *float64 = NULL;  /* the dtypes a Python number
 static PyObject *s_modes_on = NULL, *s_enabled = NULL, *s_record = NULL, *s_engine = NULL,
                 *s_anomaly = NULL;
 static PyObject *one = NULL;
+static PyObject *out_kwnames = NULL;  /* ("out",): the kernels' out= (hookspecs) */
 static Py_ssize_t kernels_offset;    /* torcia.device's kernels slot */
 /* the slots an op reads from its tensors: their names and Tensor's member descriptors */
 static const int read_slots[3] = {DATA, DEVICE, REQUIRES_GRAD};
@@ -233,8 +234,9 @@ static PyObject *setup_dispatch(PyObject *self, PyObject *args) {
     s_anomaly = PyUnicode_InternFromString("ANOMALY");
     s_layout_binary = PyUnicode_InternFromString("_layout_binary");
     one = PyLong_FromLong(1);
+    out_kwnames = Py_BuildValue("(s)", "out");
     if (s_modes_on == NULL || s_enabled == NULL || s_record == NULL || s_engine == NULL ||
-        s_anomaly == NULL || s_layout_binary == NULL || one == NULL)
+        s_anomaly == NULL || s_layout_binary == NULL || one == NULL || out_kwnames == NULL)
       return NULL;
   }
   PyObject *np = PyImport_ImportModule("numpy");
@@ -625,7 +627,9 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 
 /* binary_inplace(op, op_fn, self, other, float_op=False): a += b where nothing records,
  * converts or watches, other is a plain tensor of self's dtype, shape and device over
- * another storage (no overlap to check), and self has no dim broadcast by a zero stride */
+ * another storage (no overlap to check), and self has no dim broadcast by a zero stride.
+ * The kernel gets self's array as its out= and writes the result there; one that returns
+ * an array of its own has it copied in */
 static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames) {
   static const char *const names[] = {"op", "op_fn", "self", "other", "float_op"};
@@ -662,12 +666,15 @@ static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t
   Py_INCREF(kernel);
   Py_INCREF(sd);
   Py_INCREF(od);
-  PyObject *karg[2] = {sd, od};
-  PyObject *out = PyObject_Vectorcall(kernel, karg, 2, NULL);
+  PyObject *karg[3] = {sd, od, sd};
+  PyObject *out = PyObject_Vectorcall(kernel, karg, 2, out_kwnames);
   Py_DECREF(kernel);
   Py_DECREF(od);
   int rc = -1;
-  if (out != NULL) {
+  if (out == sd) {
+    rc = 0;
+    Py_DECREF(out);
+  } else if (out != NULL) {
     int same = (PyObject *)Py_TYPE(out) == ndarray_type &&
                ARR(out)->descr == ARR(sd)->descr && ARR(out)->nd == ARR(sd)->nd;
     for (int i = 0; same && i < ARR(sd)->nd; i++)

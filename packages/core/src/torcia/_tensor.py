@@ -22,7 +22,7 @@ from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
 from torcia._ops import _common as _ops_common
 from torcia._size import Size
-from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
+from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device, takes_param
 
 _ndarray = np.ndarray
 _NUMBERS = (int, float, bool, complex)
@@ -1278,19 +1278,19 @@ _FLOAT_OPERANDS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
 def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) -> Tensor:
-    """``self op= other`` (``a += b``): :func:`inplace` of ``op_fn``, the out-of-place
-    function, which computes as :func:`binary` does for ``op`` (``float_op`` as its).
+    """``self op= other`` (``a += b``, ``a.add_(b)``): :func:`inplace` of ``op_fn``, the
+    out-of-place function, which computes as :func:`binary` does for ``op`` (``float_op``
+    as its).
 
     Where nothing records, converts or watches (no grad, no mode, a plain tensor of
-    ``self``'s dtype and shape, or a Python float beside a float tensor), the kernel's
-    result is written straight into ``self``: what ``inplace`` does in that case, without
-    its generic steps. Anything else, a kernel's refusal included, takes ``inplace``.
-    """
+    ``self``'s dtype, or a Python float beside a float tensor), the kernel writes the
+    result into ``self``'s array in one pass (its ``out=``, see
+    :func:`torcia.hookspecs.torcia_register_kernels`); anything else takes ``inplace``."""
     if not _modes_on and self.__class__ is Tensor and not self._requires_grad:
         sd = self._data
         if other.__class__ is Tensor:
             od = other._data
-            fast = (not other._requires_grad and od.dtype is sd.dtype and od.shape == sd.shape
+            fast = (not other._requires_grad and od.dtype is sd.dtype
                     and other._device is self._device and (not float_op or sd.dtype.kind == "f"))
         else:
             od = other
@@ -1298,19 +1298,53 @@ def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) 
         kernels = self._device.kernels
         if fast and kernels is not None and op in kernels:
             check_overlap(self, (other,))
-            try:
-                out = kernels[op](sd, od)
-            except (TypeError, ValueError, OverflowError, NotImplementedError):
-                out = None  # inplace raises it in PyTorch's words (or runs the decomposition)
-            if out is not None and out.dtype is sd.dtype and out.shape == sd.shape:
-                try:
-                    sd[...] = out
-                except ValueError:
-                    pass  # a read-only array: inplace raises PyTorch's error
-                else:
-                    self._vc[0] += 1
-                    return self
+            if written(kernels[op], sd, od):
+                self._vc[0] += 1
+                return self
     return inplace(op_fn, self, other)
+
+
+def scaled_inplace(op: str, op_fn, self: Tensor, other, alpha) -> Tensor:
+    """``self.add_(other, alpha=alpha)`` (``sub_``: ``op``): as :func:`binary_inplace`, for a
+    plain ``other`` of ``self``'s float dtype and a Python int or float ``alpha``: by the
+    kernel's ``alpha=`` where its signature names it, else ``mul``'s kernel first (as
+    ``op_fn`` computes ``other * alpha``); else :func:`inplace`."""
+    kernels = self._device.kernels
+    if (not _modes_on and self.__class__ is Tensor and other.__class__ is Tensor
+            and not self._requires_grad and not other._requires_grad and kernels is not None
+            and alpha.__class__ in (int, float) and other._data.dtype is self._data.dtype
+            and self._data.dtype in _SCALAR_SAFE and other._device is self._device
+            and op in kernels):
+        sd, od, kernel = self._data, other._data, kernels[op]
+        check_overlap(self, (other,))
+        params = {} if alpha == 1 else {"alpha": alpha}  # add's: no product where alpha is 1
+        if params and not takes_param(kernel, "alpha"):
+            params, od = {}, _scaled(kernels, od, alpha)
+        if od is not None and written(kernel, sd, od, **params):
+            self._vc[0] += 1
+            return self
+    return inplace(op_fn, self, other, alpha=alpha)
+
+
+def _scaled(kernels, od, alpha):
+    """``od * alpha`` by ``mul``'s kernel, or None where it has none or refuses."""
+    try:
+        return kernels["mul"](od, alpha)
+    except (KeyError, TypeError, ValueError, OverflowError, NotImplementedError):
+        return None
+
+
+def written(kernel, sd, od, **params) -> bool:
+    """Whether ``kernel(sd, od, **params)`` went into ``sd`` (its ``out=``, or copied from an
+    array of its own); False where it refused or ``sd`` is read-only (``inplace`` raises)."""
+    try:
+        out = kernel(sd, od, out=sd, **params)
+        if out is not sd and out.dtype is sd.dtype and out.shape == sd.shape:
+            sd[...] = out  # a kernel without out=: its own array copied in
+            return True
+    except (TypeError, ValueError, OverflowError, NotImplementedError):
+        return False
+    return out is sd
 
 
 def write_inplace(op_fn, self: Tensor, args: tuple, kwargs: dict, overlap_args) -> Tensor:

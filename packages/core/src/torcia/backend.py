@@ -9,6 +9,7 @@ looks its kernel up in ``device.kernels``, a plain dict.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 import numpy as np
@@ -600,3 +601,22 @@ def host_array(arr) -> np.ndarray:
         if isinstance(arr, backend.xp.ndarray):
             return backend.to_host(arr)
     return np.asarray(arr)
+
+
+#: (kernel, parameter name) -> whether the kernel's signature names it (takes_param)
+_PARAMS: dict = {}
+
+
+def takes_param(kernel, name: str) -> bool:
+    """Whether ``kernel``'s signature names the parameter ``name`` (not through ``**``):
+    how core finds the kernels that take an optional parameter of a kernel contract
+    (add's and sub's ``alpha=``, :func:`torcia.hookspecs.torcia_register_kernels`)."""
+    key = (kernel, name)
+    takes = _PARAMS.get(key)
+    if takes is None:
+        try:
+            takes = name in inspect.signature(kernel).parameters
+        except (TypeError, ValueError):  # no signature: a builtin, NumPy's ufuncs
+            takes = False
+        _PARAMS[key] = takes
+    return takes

@@ -65,6 +65,16 @@ def torcia_register_kernels(registry) -> None:
     NumPy reference kernels have priority 0. The ops a device gets no kernel for run
     through the fallback its backend declares, after every plugin's kernels are in.
 
+    The kernels of ``add``, ``sub``, ``mul`` and ``div`` (true division) may take ``out=``,
+    as NumPy's ufuncs do: an array of the result's dtype and shape to write the result
+    into and return. It may be one of the operands (``a += b`` passes ``a``'s array), and
+    otherwise shares no memory with them. Core passes it for the in-place ops when nothing
+    records, converts or watches; a kernel that raises TypeError for it, or returns an
+    array of its own, has its result copied into ``self`` instead. An ``add`` or ``sub``
+    kernel whose signature names ``alpha`` takes it with ``out=`` (``a.add_(b, alpha=2)``):
+    ``a op b * alpha``, the product rounded to the result's dtype before the sum, as
+    ``mul``'s kernel and then the op's give it; for the others core runs those two.
+
     :param registry: a :class:`torcia.backend.KernelRegistry`; call
         ``registry.add(op, device_type, fn, priority=0)``.
     :returns: nothing.

@@ -742,62 +742,130 @@ def _flat(a):
     return a.reshape(a.size)
 
 
-def _native_binary(op, a, b):
+def _native_binary(op, a, b, out=None):
     """``a op b`` natively where the operands allow (one float dtype, C-contiguous, and
     b a Python number, or a shape of one element, of a's, or of a's trailing dims, or the
-    reverse), else None."""
+    reverse), written into ``out`` where one is given (then returned), else None. ``out``
+    must then be writeable, C-contiguous, of a's dtype and of the result's shape; the
+    caller guarantees that it is an operand or memory of its own (the native code checks
+    it again, raising where it is not)."""
     if a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous:
+        return None
+    if out is not None and not (out.__class__ is _ndarray and out.dtype == a.dtype
+                                and out.flags.c_contiguous and out.flags.writeable):
         return None
     cls = b.__class__
     if cls is float or (cls is int and -_EXACT_INT <= b <= _EXACT_INT):
-        return _native.binary_scalar(op, a, b, False)
+        if out is not None and out.shape != a.shape:
+            return None
+        return _native.binary_scalar(op, a, b, False, out)
     if cls is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous:
         return None
     if a.shape == b.shape:
-        return _native.binary(op, _flat(a), _flat(b)).reshape(a.shape)
-    big, small = (a, b) if a.size >= b.size else (b, a)
-    inner = _strip_leading_ones(small)
-    if inner.ndim > big.ndim or big.shape[big.ndim - inner.ndim:] != inner.shape:
+        shape = a.shape
+    else:
+        big, small = (a, b) if a.size >= b.size else (b, a)
+        inner = _strip_leading_ones(small)
+        if inner.ndim > big.ndim or big.shape[big.ndim - inner.ndim:] != inner.shape:
+            return None
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        if small.size == 1:
+            if out is not None and out.shape != shape:
+                return None
+            s = float(small.reshape(()))
+            if out is not None:
+                return _native.binary_scalar(op, big.reshape(shape), s, small is a, out)
+            return _native.binary_scalar(op, big, s, small is a).reshape(shape)
+    if out is None:
+        return _native.binary(op, _flat(a), _flat(b)).reshape(shape)
+    if out.shape != shape:
         return None
-    shape = np.broadcast_shapes(a.shape, b.shape)
-    if small.size == 1:
-        return _native.binary_scalar(op, big, float(small.reshape(())), small is a) \
-            .reshape(shape)
-    return _native.binary(op, _flat(a), _flat(b)).reshape(shape)
+    _native.binary(op, _flat(a), _flat(b), _flat(out))
+    return out
+
+
+def _scaled(op, a, b, alpha, out):
+    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (on
+    any thread count: one pass instead of two and no product array; a float array b of
+    a's dtype, its shape or a's trailing dims', C-contiguous arrays, an ``alpha`` a double
+    holds exactly), else None."""
+    if (b.__class__ is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous
+            or (alpha.__class__ is int and not -_EXACT_INT <= alpha <= _EXACT_INT)):
+        return None
+    if (a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous
+            or b.ndim > a.ndim or out.__class__ is not _ndarray or out.dtype != a.dtype
+            or out.shape != a.shape or not out.flags.c_contiguous or not out.flags.writeable):
+        return None
+    inner = _strip_leading_ones(b)
+    if b.size > a.size or a.shape[a.ndim - inner.ndim:] != inner.shape:
+        return None
+    _native.binary(op, _flat(a), _flat(b), _flat(out), float(alpha))
+    return out
+
+
+def _alpha_kernel(op):
+    plain = _binary_kernel(op)
+    reference = mul = None
+
+    def kernel(a, b, out=None, alpha=1):
+        """add's (sub's) kernel; ``alpha`` with ``out``: ``a op b * alpha`` (the
+        hookspecs' contract), natively in one pass where the operands allow, else
+        ``mul``'s kernel and then the op's (below the grain their references: what
+        they run there, without their layers)."""
+        nonlocal reference, mul
+        if out is None or alpha.__class__ not in (int, float) or alpha == 1:
+            if alpha != 1:
+                raise TypeError(f"{op}: alpha is taken as a Python number with out= only")
+            return plain(a, b, out)
+        if a.size < _GRAIN and b.__class__ is _ndarray and b.size < _GRAIN:
+            if reference is None:
+                reference, mul = fallback(op, "cpu"), fallback("mul", "cpu")
+            return reference(a, mul(b, alpha), out=out)
+        result = _scaled(op, a, b, alpha, out)
+        if result is not None:
+            return result
+        return plain(a, ELEMENTWISE["mul"](b, alpha), out)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
 
 
 def _binary_kernel(op):
     reference = None
 
-    def kernel(a, b):
+    def kernel(a, b, out=None):
         nonlocal reference
         if reference is None:
             reference = fallback(op, "cpu")
         if a.size >= _arithmetic_from or (
                 b.__class__ is _ndarray and b.size >= _arithmetic_from):
-            out = _native_binary(op, a, b)
-            if out is not None:
-                return out
-        return reference(a, b)
+            result = _native_binary(op, a, b, out)
+            if result is not None:
+                return result
+        return reference(a, b) if out is None else reference(a, b, out=out)
 
     kernel.__name__ = kernel.__qualname__ = op
+    kernel.__doc__ = (f"``{op}``'s kernel, natively on large float arrays; ``out``: the "
+                      "array to write the result into (an operand too), as the reference's.")
     return kernel
 
 
 def _div_kernel():
     reference = None
 
-    def div(a, b, rounding_mode=None):
+    def div(a, b, rounding_mode=None, out=None):
         """``div``'s kernel: true division natively (as :func:`_binary_kernel`'s)."""
         nonlocal reference
         if reference is None:
             reference = fallback("div", "cpu")
         if rounding_mode is None and (a.size >= _arithmetic_from or (
                 b.__class__ is _ndarray and b.size >= _arithmetic_from)):
-            out = _native_binary("div", a, b)
-            if out is not None:
-                return out
-        return reference(a, b, rounding_mode)
+            result = _native_binary("div", a, b, out)
+            if result is not None:
+                return result
+        if out is None:
+            return reference(a, b, rounding_mode)
+        return reference(a, b, rounding_mode, out=out)
 
     return div
 
@@ -861,7 +929,8 @@ def _reduction_kernel(op):
 
 #: Elementwise ops and reductions run natively on large float arrays.
 ELEMENTWISE = {
-    **{op: _binary_kernel(op) for op in ("add", "sub", "mul")},
+    **{op: _alpha_kernel(op) for op in ("add", "sub")},
+    "mul": _binary_kernel("mul"),
     "div": _div_kernel(),
     **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
                                         "square")},

@@ -112,10 +112,10 @@ class Kernels:
         unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
         return xp.where(negative, xp.where(xp.abs(a) == 1, unit, 0), out).astype(out.dtype)
 
-    def div(self, a, b, rounding_mode=None):
+    def div(self, a, b, rounding_mode=None, out=None):
         xp = self.xp
         if rounding_mode is None:
-            return xp.true_divide(a, b)
+            return xp.true_divide(a, b, out=out)
         if rounding_mode in ("trunc", "floor"):
             _check_divisor(xp, a, b)
         if rounding_mode == "trunc" and xp.result_type(a, b).kind in "iu":
