@@ -503,10 +503,15 @@ def _child(lib_name, name, clock_name, threads):
     except (AttributeError, ImportError, NotImplementedError, TypeError) as exc:
         print(json.dumps({"skip": f"{type(exc).__name__}: {exc}"[:90]}), flush=True)
         return
+    # the first steps fill caches and pools, and take several times a step's time: a round's
+    # length is set from a step after them, or rounds would be shorter than ROUND_SECONDS
+    steps, start = 0, clock()
+    while steps < 2 or clock() - start < ROUND_SECONDS:
+        step()
+        steps += 1
     start = clock()
     step()
-    step()
-    number = max(1, int(ROUND_SECONDS / max((clock() - start) / 2, 1e-7)))
+    number = max(1, int(ROUND_SECONDS / max(clock() - start, 1e-7)))
     print(json.dumps({"ready": number}), flush=True)
     for line in sys.stdin:
         words = line.split()
