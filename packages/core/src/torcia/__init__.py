@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 
 # Parts ship as separate distributions into this package: let Python find ``torcia.<part>``
 # in every directory that holds a ``torcia`` folder (editable installs put each part's
@@ -37,6 +38,14 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 from torcia import _policy  # noqa: E402
 
 _policy.at_import()
+
+# NumPy warns where IEEE arithmetic gives an inf or a nan (x / 0, log(0), exp(1000), a nan
+# cast to an integer); PyTorch's kernels give the same values without a word. Only the
+# warnings raised in torcia's own modules (its parts' and plugins' kernels) are silenced:
+# NumPy code elsewhere in the program keeps its own.
+warnings.filterwarnings(
+    "ignore", r"(divide by zero|overflow|underflow|invalid value) encountered",
+    RuntimeWarning, r"torcia")
 
 __version__ = "0.1.0"
 

@@ -62,10 +62,13 @@ class Kernels:
         return a.sum(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def nansum(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and low_precision(a):
-            return self.xp.nansum(a.astype(np.float32), axis=dim, keepdims=keepdim).astype(
-                a.dtype)
-        return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
+        # the inf - inf warns from NumPy's Python code, outside the modules that
+        # torcia's warning filter covers (torcia/__init__.py)
+        with np.errstate(all="ignore"):
+            if dtype is None and low_precision(a):
+                return self.xp.nansum(a.astype(np.float32), axis=dim,
+                                      keepdims=keepdim).astype(a.dtype)
+            return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
 
     def mean(self, a, dim=None, keepdim=False, dtype=None):
         if dtype is None and low_precision(a):
@@ -73,9 +76,12 @@ class Kernels:
         return a.mean(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def prod(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and low_precision(a):
-            return a.prod(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
-        return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
+        # overflow warns from NumPy's Python code, outside the modules that
+        # torcia's warning filter covers (torcia/__init__.py)
+        with np.errstate(all="ignore"):
+            if dtype is None and low_precision(a):
+                return a.prod(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
+            return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def amax(self, a, dim=None, keepdim=False):
         return a.max(axis=dim, keepdims=keepdim)
