@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from optim_problem import CASES, INIT, STEPS, case_id, gradient, run_torcia
 
 import torcia
-from torcia.optim.kernels import KERNELS
+from torcia.optim.kernels import KERNELS, _lerp_
 
 # ---------------------------------------------------------------------------------------
 # reference rules: step(theta, g, state, t, **options) -> new theta; state is a dict
@@ -264,3 +264,17 @@ def test_kernel_and_per_parameter_path_agree_for_any_shapes_and_options(name, da
         kernels.update(saved)
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weight", [0.4999999999999999, 0.49999997, 0.5, 0.1, 0.9])
+def test_the_kernels_lerp_picks_its_side_by_the_weight_in_the_tensors_dtype(weight, dtype):
+    # RMSprop's and Adam's averages: a float32 tensor's 0.4999999999999999 is 0.5, taken
+    # from the end as lerp_ does (the foreach path had differed from it in the last bit)
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=64).astype(dtype), rng.normal(size=64).astype(dtype)
+    out = a.copy()
+    _lerp_(out, b, weight, np.empty_like(out))
+    expected = torcia.tensor(a)
+    expected.lerp_(torcia.tensor(b), weight)
+    np.testing.assert_array_equal(out, expected.numpy())

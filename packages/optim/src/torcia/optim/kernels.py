@@ -56,14 +56,15 @@ def _grad(g, p, maximize, weight_decay):
 def _lerp_(a, b, weight, tmp):
     """``a.lerp_(b, weight)`` in place, as torch computes it: ``a += weight * (b - a)`` for
     a weight below 0.5, ``a = b - (b - a) * (1 - weight)`` from there (exact at both ends)."""
+    # the weight in the tensor's dtype, as lerp_ takes it, before the side is chosen: a
+    # float32 tensor's 0.4999999999999999 is 0.5, from the end
+    weight = tmp.dtype.type(weight)
     np.subtract(b, a, out=tmp)
     if abs(weight) < 0.5:
         tmp *= weight
         a += tmp
     else:
-        # 1 - weight in the tensor's dtype, as lerp_ takes its weight
-        one = tmp.dtype.type(1)
-        tmp *= one - tmp.dtype.type(weight)
+        tmp *= tmp.dtype.type(1) - weight
         np.subtract(b, tmp, out=a)
 
 
