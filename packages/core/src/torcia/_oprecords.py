@@ -58,10 +58,13 @@ def op_groups() -> dict[str, tuple[str, ...]]:
 def _signature(fn, group: str) -> tuple[tuple, dict]:
     if group in _ARITY:
         # the kernel names its inputs a, b, or is a ufunc (whose out=, where=... are
-        # NumPy's): the inputs are the family's, the parameters a Python kernel's own
+        # NumPy's): the inputs are the family's, the parameters a Python kernel's own but
+        # out=, the in-place ops' destination (torcia_register_kernels), no op parameter
         inner = inspect.unwrap(fn)
         own = inspect.isfunction(inner) or inspect.ismethod(inner)
-        return _ARITY[group], _signature(fn, "")[1] if own else {}
+        params = _signature(fn, "")[1] if own else {}
+        params.pop("out", None)
+        return _ARITY[group], params
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # a NumPy ufunc
