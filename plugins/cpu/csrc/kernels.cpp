@@ -1245,20 +1245,23 @@ static int64_t param_and_grad(const std::string& fn, size_t i, const py::list& p
 
 template <typename T>
 struct SgdConstants {
-  bool maximize, decay, momentum, has_buffers, nesterov;
+  bool maximize, decay, nesterov;
   T weight_decay, beta, one_minus_dampening, lr;  // beta: the momentum factor
 };
 
-// SGD's update of n elements of one parameter (b: its momentum buffer, or nullptr)
-template <typename T>
+// SGD's update of n elements of one parameter (b: its momentum buffer, or nullptr). Whether
+// there is a buffer, and whether it is read, are template arguments: a store to b under a
+// runtime test kept the momentum loop scalar (0.43 ms for an MLP's 669K parameters in
+// cache, 0.12 ms vectorised); the other tests only choose between values, which vectorises.
+template <typename T, bool MOMENTUM, bool HAS_BUFFERS>
 TORCIA_CLONES_WIDE TORCIA_NO_FMA void sgd_span(T* __restrict__ p, const T* __restrict__ g,
                                                T* __restrict__ b, int64_t n,
                                                const SgdConstants<T> c) {
   for (int64_t k = 0; k < n; ++k) {
     T d = c.maximize ? -g[k] : g[k];
-    if (c.decay) d += c.weight_decay * p[k];
-    if (c.momentum) {
-      const T buf = c.has_buffers ? c.beta * b[k] + c.one_minus_dampening * d : d;
+    d = c.decay ? d + c.weight_decay * p[k] : d;
+    if (MOMENTUM) {
+      const T buf = HAS_BUFFERS ? c.beta * b[k] + c.one_minus_dampening * d : d;
       b[k] = buf;
       d = c.nesterov ? d + c.beta * buf : buf;
     }
@@ -1287,15 +1290,18 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
   }
   int64_t total;
   const auto spans = step_spans(sizes, total);
-  const SgdConstants<T> c{maximize, weight_decay != 0, momentum != 0, has_buffers, nesterov,
-                          T(weight_decay), T(momentum), T(1 - dampening), T(lr)};
+  const SgdConstants<T> c{maximize, weight_decay != 0, nesterov, T(weight_decay), T(momentum),
+                          T(1 - dampening), T(lr)};
+  const auto span = momentum == 0 ? sgd_span<T, false, false>
+                    : has_buffers ? sgd_span<T, true, true>
+                                  : sgd_span<T, true, false>;
   const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
 #pragma omp parallel for num_threads(torcia_team::fixed_split()) \
     schedule(static) if (total > kParallelWork && n_spans > 1)
   for (int64_t t = 0; t < n_spans; ++t) {
     const auto [i, lo, len] = spans[t];
-    sgd_span<T>(p[i] + lo, g[i] + lo, b[i] ? b[i] + lo : nullptr, len, c);
+    span(p[i] + lo, g[i] + lo, b[i] ? b[i] + lo : nullptr, len, c);
   }
 }
 

