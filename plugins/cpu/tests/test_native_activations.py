@@ -31,7 +31,7 @@ BACKWARD = [("gelu_backward", {}), ("gelu_backward", {"approximate": "tanh"}),
 FUSED = [("elu", {"alpha": 1.0}), ("elu", {"alpha": 0.3}),
          ("softplus", {"beta": 1.0, "threshold": 20.0}),
          ("softplus", {"beta": 0.5, "threshold": 2.0}), ("leaky_relu", {"negative_slope": 0.2}),
-         ("relu", {})]
+         ("relu", {}), ("sigmoid", {}), ("tanh", {})]
 
 
 def _ref(op, *arrays, **kw):

@@ -626,7 +626,8 @@ def _rows(*arrays):
 
 
 #: activation_backward's activations done natively, with the parameters they take.
-_NATIVE_BACKWARD = {"relu": (), "leaky_relu": ("negative_slope",), "elu": ("alpha",),
+_NATIVE_BACKWARD = {"relu": (), "sigmoid": (), "tanh": (), "leaky_relu": ("negative_slope",),
+                    "elu": ("alpha",),
                     "softplus": ("beta", "threshold")}
 
 

@@ -209,9 +209,14 @@ class Kernels:
     def activation_backward(self, g, a, activation, **params):
         """``activation_backward(g, a, activation, **params)``: ``g * f'(a)`` for the activation
         named ``activation`` with its parameters (first derivatives; second ones go
-        through differentiable ops)."""
+        through differentiable ops). For ``sigmoid`` and ``tanh`` (real), ``a`` is the
+        forward's output, as for PyTorch's ``sigmoid_backward`` and ``tanh_backward``."""
         xp = self.xp
         one = a.dtype.type(1)
+        if activation == "sigmoid":
+            return g * (a * (one - a))
+        if activation == "tanh":
+            return g * (one - a * a)
         if activation == "relu":
             # ``a``: ReLU's input or its output (positive at the same places); as PyTorch's
             # threshold_backward, zero where a <= 0 whatever the gradient there, g where a
@@ -386,8 +391,12 @@ def activation_backward(g, a, activation, **params):
 
 
 def _derivative(a, activation, params):
-    """f'(a) of the activation ``activation`` (real ``a``)."""
+    """f'(a) of the activation ``activation`` (real ``a``; sigmoid's and tanh's output)."""
     one = a.new_ones(())
+    if activation == "sigmoid":
+        return a * (1 - a)
+    if activation == "tanh":
+        return 1 - a * a
     if activation == "relu":
         return (a > 0).to(a.dtype)
     if activation == "leaky_relu":

@@ -124,7 +124,10 @@ def _(grad, x):
 
 @derivative("tanh")
 def _(grad, _x, *, result):
-    return grad * _c(1 - result * result)
+    # one pass where it can (as PyTorch's tanh_backward); a complex result keeps the
+    # conjugate's formula
+    fused = None if result.is_complex() else _fused("tanh", grad, result)
+    return fused if fused is not None else grad * _c(1 - result * result)
 
 
 @derivative("asinh")
@@ -144,7 +147,8 @@ def _(grad, x):
 
 @derivative("sigmoid")
 def _(grad, _x, *, result):
-    return grad * _c(result * (1 - result))
+    fused = None if result.is_complex() else _fused("sigmoid", grad, result)
+    return fused if fused is not None else grad * _c(result * (1 - result))
 
 
 @derivative("erf")
