@@ -91,8 +91,10 @@ def _written_fusion_ops() -> FusionOps:
         "amin": ("INFINITY", "(({x}) < acc || ({x}) != ({x})) ? ({x}) : acc"),
     }
     # relu's output: zero where it is <= 0, NaN passing the gradient, as PyTorch's
-    # threshold_backward
-    activation_backward = {"relu": "({b} <= T(0) ? T(0) : {a})"}
+    # threshold_backward; sigmoid's and tanh's output, in the eager kernels' order
+    activation_backward = {"relu": "({b} <= T(0) ? T(0) : {a})",
+                           "sigmoid": "({a} * ({b} * (T(1) - {b})))",
+                           "tanh": "({a} * (T(1) - {b} * {b}))"}
     return FusionOps(unary, binary, compare, reduce, activation_backward)
 
 
