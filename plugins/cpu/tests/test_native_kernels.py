@@ -392,7 +392,7 @@ def test_only_large_products_ask_blas_for_threads(monkeypatch):
 def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch):
     clock = {"now": 100.0, "busy": 0.0, "own": 0.0}
     monkeypatch.setattr(_blas, "_load", {"checked": -np.inf, "crowded": False, "busy": None,
-                                         "own": 0.0, "called": -np.inf})
+                                         "own": 0.0, "called": -np.inf, "measured": -np.inf})
     monkeypatch.setattr(_blas.time, "monotonic", lambda: clock["now"])
     monkeypatch.setattr(_blas, "_busy_seconds", lambda: clock["busy"])
     monkeypatch.setattr(_blas.os, "times", lambda: (clock["own"], 0.0))
@@ -434,6 +434,15 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     assert not span(0.25, busy=0.5, own=0.45)
     assert span(0.25, busy=0.5, own=0.1)  # then a crowded span is seen again
     assert pushed[-1] is True and False in pushed
+    # rounds too short to be measured, each after a pause (a benchmark's children taking
+    # turns): the crowded answer stands while it is recent, then it is dropped
+    for _ in range(5):  # 1.5 s
+        assert span(0.15, busy=0.3, own=0.3)
+        assert pause(0.15, busy=0.3)
+    for _ in range(5):
+        span(0.15, busy=0.3, own=0.3)
+        pause(0.15, busy=0.3)
+    assert not span(0.15, busy=0.3, own=0.3) and pushed[-1] is False
 
 
 def test_an_optimizer_step_measures_the_load_on_several_threads(monkeypatch):

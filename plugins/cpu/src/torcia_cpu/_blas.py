@@ -76,6 +76,11 @@ CHECK_SECONDS = (0.2, 1.0)
 #: milliseconds apart) means this process was idle or busy elsewhere: the span being
 #: measured restarts at the later product.
 IDLE_SECONDS = 0.1
+#: A crowded answer that no measured span has confirmed for this long (seconds) is
+#: dropped: where every span is cut short by a pause (a benchmark's rounds, a loop whose
+#: steps wait on data), the answer of the first span, taken while its siblings started
+#: too, would otherwise stand for good.
+STALE_SECONDS = 2.0
 
 # the symbol's name depends on how OpenBLAS was built: plain, with 64-bit integers, or
 # prefixed as in the wheels of NumPy and SciPy
@@ -128,7 +133,7 @@ def _busy_seconds():
 
 
 _load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0,
-         "called": -math.inf}
+         "called": -math.inf, "measured": -math.inf}
 
 
 def crowded() -> bool:
@@ -141,7 +146,7 @@ def crowded() -> bool:
     busy elsewhere: the other child of a benchmark's alternating rounds then has the
     cores, PyTorch's threads spinning after their own round, even in a round of 0.25 s),
     and after a span longer than :data:`CHECK_SECONDS` [1], a new span starts and the last
-    answer stands.
+    answer stands, unless it is a crowded one older than :data:`STALE_SECONDS`.
     """
     now = time.monotonic()
     paused = now - _load["called"] > IDLE_SECONDS
@@ -154,9 +159,13 @@ def crowded() -> bool:
     busy, own = _busy_seconds(), sum(os.times()[:2])
     if busy is None:
         _load["crowded"] = os.getloadavg()[0] > cores + SPARE_CORES
+        _load["measured"] = now
     elif _load["busy"] is not None and elapsed <= CHECK_SECONDS[1] and not paused:
         others = ((busy - _load["busy"]) - (own - _load["own"])) / elapsed
         _load["crowded"] = others > cores - threads + SPARE_CORES
+        _load["measured"] = now
+    elif now - _load["measured"] > STALE_SECONDS:
+        _load["crowded"] = False
     _load.update(checked=now, busy=busy, own=own)
     # the elementwise ops, sums, softmaxes, norms and optimizer steps too (team.h)
     _native.set_crowded(_load["crowded"])
