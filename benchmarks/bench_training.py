@@ -52,8 +52,9 @@ Workloads:
   activation on 1M float32 elements;
 - ``layer_norm``, ``rms_norm``: forward+backward over 1024 rows of 1024 float32, with
   a weight;
-- ``gemm1024``, ``gemm2048``: float32 square products; also timed on NumPy (the BLAS
-  ceiling), printed as GFLOP/s.
+- ``gemm1024``, ``gemm2048``: float32 square products, printed as GFLOP/s; also timed on
+  NumPy's BLAS and on each torcia column's library called directly (``cblas_sgemm`` of
+  the OpenBLAS or MKL torcia-cpu loaded: the library's own rate).
 
 Heavy workloads, run only when named in ``--only`` (minutes a round, gigabytes a child):
 
@@ -91,10 +92,57 @@ def _lib(name, threads):
         import numpy
 
         return numpy
+    if name == "cblas":
+        return _CBlas(threads)
     import torcia
 
     torcia.set_num_threads(threads)
     return torcia
+
+
+class _CBlas:
+    """The BLAS library torcia-cpu chose (``TORCIA_CPU_BLAS``), called straight through its
+    ``cblas_sgemm``: the library's own rate, which torcia's products are measured against
+    (NumPy's BLAS is another library, and on this machine's AMD CPU MKL's SGEMM runs
+    slower than OpenBLAS's, so NumPy is no ceiling for torcia on MKL)."""
+
+    __name__ = "cblas"
+
+    def __init__(self, threads):
+        import ctypes
+
+        import torcia_cpu
+
+        if torcia_cpu.blas_library() == "openblas":
+            import scipy_openblas32
+
+            lib = ctypes.CDLL(os.path.join(scipy_openblas32.get_lib_dir(),
+                                           f"lib{scipy_openblas32.get_library()}.so"))
+            self._sgemm = lib.scipy_cblas_sgemm
+            self._threads = lib.scipy_openblas_set_num_threads
+        else:
+            # the libmkl_rt that torcia-cpu loaded (and set its threading layer on)
+            with open("/proc/self/maps") as maps:
+                path = next(line.split()[-1] for line in maps if "libmkl_rt" in line)
+            lib = ctypes.CDLL(path)
+            self._sgemm = lib.cblas_sgemm
+            self._threads = lib.MKL_Set_Num_Threads
+        self._sgemm.restype = None
+        self._sgemm.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p,
+                                                     ctypes.c_int, ctypes.c_void_p,
+                                                     ctypes.c_int, ctypes.c_float,
+                                                     ctypes.c_void_p, ctypes.c_int]
+        self.set_num_threads(threads)
+
+    def set_num_threads(self, threads):
+        self._threads(threads)
+
+    def matmul(self, a, b, out):
+        """``out = a @ b`` for C-contiguous float32 matrices (row major, no transposes)."""
+        m, k = a.shape
+        n = b.shape[1]
+        self._sgemm(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0,
+                    out.ctypes.data, n)
 
 
 def _set_threads(lib, threads):
@@ -446,6 +494,12 @@ def _activation(fn):
 
 def _gemm(n):
     def workload(lib):
+        if lib.__name__ == "cblas":
+            import numpy
+
+            a = numpy.random.default_rng(0).random((n, n), dtype=numpy.float32)
+            b, out = a.copy(), numpy.empty_like(a)
+            return lambda: lib.matmul(a, b, out)
         if lib.__name__ == "numpy":
             a = lib.random.default_rng(0).random((n, n), dtype=lib.float32)
         else:
@@ -530,7 +584,8 @@ def _child(lib_name, name, clock_name, threads):
 
 def _spawn(contender, name, clock_name, threads):
     """A child running ``name`` for ``contender``: "torch", "numpy", "torcia",
-    "torcia-numpy" (its plugin blocked) or "torcia:BLAS" (torcia-cpu's products on BLAS)."""
+    "torcia-numpy" (its plugin blocked), "torcia:BLAS" (torcia-cpu's products on BLAS) or
+    "cblas[:BLAS]" (that library's ``cblas_sgemm``, called directly)."""
     env = dict(os.environ)
     child, _, blas = contender.partition(":")
     if blas:
@@ -637,8 +692,11 @@ def _extras(name, res, torcias, threads):
         if "numpy" not in flops:
             return ""
         text = "   GFLOP/s " + ", ".join(f"{c} {v:.0f}" for c, v in flops.items())
-        return text + "".join(f"; {c} at {flops[c] / flops['numpy']:.0%} of NumPy's BLAS"
-                              for c in torcias if c in flops)
+        for c in torcias:
+            own = "cblas" + c[6:]
+            if c in flops and own in flops:
+                text += f"; {c} at {flops[c] / flops[own]:.0%} of its library's own rate"
+        return text
     tokens = getattr(WORKLOADS[name], "tokens", None)
     if tokens:
         rates = {c: tokens / res[c]["median"][threads] for c in res
@@ -708,7 +766,8 @@ def main(argv=None):
     header += "".join(f"{'rss ' + c:>{rss_width}}" for c in contenders)
     print(header + "   (median of rounds; RSS in MiB)", flush=True)
     for name in names:
-        extra = ["numpy"] if name.startswith("gemm") else []
+        # the ceilings: NumPy's BLAS, and each torcia column's library called directly
+        extra = ["numpy"] + ["cblas" + c[6:] for c in torcias] if name.startswith("gemm") else []
         res = measure(name, contenders + extra, args.rounds, args.clock, counts)
         for n in counts:
             row = f"{name:<12}{n:>8}" + "".join(f"{_ms(res[c], n):>{width}}"
