@@ -34,6 +34,8 @@ if [ -n "${TORCIA_TORCH:-}" ]; then "$py" -m pip install "$TORCIA_TORCH"; fi
 # cpu[mkl,int8]: the C++ plugin's products run on MKL here, its int8 ones on oneDNN; each part
 # alone (tools/test_isolated.py) tests it on OpenBLAS
 "$py" tools/install_parts.py --editable --with-tests packages plugins "cpu[mkl,int8]" >/dev/null
+# on MKL whatever the CPU: left to choose, the plugin keeps OpenBLAS on a CPU that is not Intel's
+export TORCIA_CPU_BLAS=${TORCIA_CPU_BLAS:-mkl}
 
 # pytest exits 5 when it collects no test: an error here, never a pass
 run_pytest() {

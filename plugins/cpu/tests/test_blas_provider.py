@@ -108,11 +108,36 @@ def test_mkl_products_match_openblas_and_float64(tmp_path):
             np.testing.assert_allclose(mkl[key.replace("_ref", "")], value, rtol, atol)
 
 
+AUTO_ON = """
+from torcia_cpu import _provider
+_provider.cpu_vendor = lambda: {vendor!r}
+print(_provider.choose())
+"""
+
+
 @needs_mkl
-def test_auto_prefers_mkl_where_installed():
-    proc = _run("import torcia_cpu; print(torcia_cpu.blas_library())", {"TORCIA_CPU_BLAS": ""})
+@pytest.mark.parametrize("vendor", ["GenuineIntel", ""])
+def test_auto_prefers_mkl_where_installed_on_intel_and_unknown_cpus(vendor):
+    proc = _run(AUTO_ON.format(vendor=vendor), {"TORCIA_CPU_BLAS": ""})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("Intel(R)")
+
+
+@needs_mkl
+@pytest.mark.parametrize("vendor", ["AuthenticAMD", "HygonGenuine"])
+def test_auto_keeps_openblas_on_other_vendors_cpus(vendor):
+    proc = _run(AUTO_ON.format(vendor=vendor), {"TORCIA_CPU_BLAS": "auto"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "openblas"
+
+
+def test_the_cpu_vendor_is_read_from_the_kernel():
+    vendor = _provider.cpu_vendor()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as info:
+            assert f": {vendor}" in info.read()
+    else:
+        assert vendor == ""
 
 
 def test_an_unknown_choice_is_an_error_naming_it():
@@ -156,6 +181,7 @@ def test_an_unloadable_mkl_warns_and_keeps_openblas_when_auto():
 import warnings
 from torcia_cpu import _provider
 _provider.find_mkl = lambda: '/nonexistent/libmkl_rt.so.2'
+_provider.cpu_vendor = lambda: 'GenuineIntel'
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter('always')
     print(_provider.choose())
