@@ -503,6 +503,26 @@ def test_contiguous(shape, dtype, data):
     assert got.tobytes() == want.tobytes()
 
 
+@FUZZ
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=4),
+       st.sampled_from([np.float32, np.int64, np.bool_]), st.sampled_from(["flat", "rows",
+                                                                          "merged", "bad"]),
+       st.data())
+def test_reshape(shape, dtype, target, data):
+    """A permuted or stepped array reshaped: a view where its strides allow one (the
+    reference's, sharing its memory), else a copy (native from one element here); a shape
+    of another size: the reference's error."""
+    a = data.draw(arrays(tuple(shape), np.float64)).astype(dtype)
+    a = a.transpose(data.draw(st.permutations(range(a.ndim))))
+    size = {"flat": (-1,), "rows": (a.shape[0], -1) if a.shape[0] else (0, a.size),
+            "merged": a.shape[:-2] + (-1,), "bad": (a.size + 1,)}[target]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native_kernels, "_COPY_FROM", 1)
+        want = _both("reshape", a, size)
+        if want is not None:
+            assert np.shares_memory(NAT.reshape(a, size), a) == np.shares_memory(want, a)
+
+
 def test_every_override_is_fuzzed():
     fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
               "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
@@ -513,5 +533,5 @@ def test_every_override_is_fuzzed():
               "leaky_relu", "relu", "activation_backward", "layer_norm",
               "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
               "batch_norm_backward", "masked_fill", "flash_attention",
-              "flash_attention_backward", "index_add", "cat", "contiguous"}
+              "flash_attention_backward", "index_add", "cat", "contiguous", "reshape"}
     assert set(OVERRIDES) == fuzzed

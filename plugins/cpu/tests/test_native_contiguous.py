@@ -1,7 +1,7 @@
 """The native C-contiguous copy (csrc/elementwise.cpp's contiguous, issue #42) against
 NumPy's ``ascontiguousarray``: byte for byte on every layout (permuted, stepped, flipped,
 broadcast) and dtype of numbers, the same on every thread count, and through torcia's
-``contiguous``, ``reshape`` and the kernels' ``_c``."""
+``contiguous``, ``reshape`` (where it copies) and the kernels' ``_c``."""
 
 import itertools
 
@@ -127,12 +127,42 @@ def test_contiguous_through_torcia():
     r = x.t().reshape(-1)
     np.testing.assert_array_equal(r.numpy(), x.numpy().T.reshape(-1))
     assert r.is_contiguous() and not np.shares_memory(r.numpy(), x.numpy())
+    # a reshape that can be a view stays one (PyTorch's), of the tensor's memory
+    v = x.t().reshape(2, 100, 800)
+    assert np.shares_memory(v.numpy(), x.numpy())
     i = torcia.arange(60000).reshape(200, 300).t().contiguous()
     _same(i.numpy(), np.ascontiguousarray(np.arange(60000).reshape(200, 300).T))
 
 
-def test_contiguous_gradient_flows():
+def test_reshape_copies_natively_where_it_copies(monkeypatch):
+    calls = []
+    copy = _native.contiguous
+    monkeypatch.setattr(_native, "contiguous", lambda a: calls.append(a.shape) or copy(a))
+    reshape = kernels.NativeKernels().reshape
+    x = _values((64, 96), np.float32)
+    # views: of a C-contiguous array, of a transposed one split along a dim, of a slice
+    for a, shape in ((x, (96, 64)), (x.T, (2, 48, 64)), (x[:, :48], (64, 4, 12))):
+        got = reshape(a, shape)
+        assert np.shares_memory(got, a) and got.shape == shape
+        np.testing.assert_array_equal(got, np.reshape(a, shape))
+    assert not calls
+    for a, shape in ((x.T, (-1,)), (x[::-1], (96, 64)), (x.T, (64, 96))):
+        got = reshape(a, shape)
+        _same(got, np.ascontiguousarray(np.reshape(a, shape)))
+        assert not np.shares_memory(got, a)
+    assert calls == [(96, 64), (64, 96), (96, 64)]
+    with pytest.raises(ValueError, match="cannot reshape array of size 6144"):
+        reshape(x.T, (7,))
+    small = np.zeros((4, 8)).T
+    np.testing.assert_array_equal(reshape(small, (-1,)), small.reshape(-1))
+    assert len(calls) == 4
+
+
+def test_contiguous_and_reshape_gradients_flow():
     w = torcia.randn(200, 800, dtype=torcia.float64, requires_grad=True)
     g = torcia.randn(800, 200, dtype=torcia.float64)
     (w.t().contiguous() * g).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), g.numpy().T)
+    w.grad = None
+    (w.t().reshape(-1) * g.reshape(-1)).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), g.numpy().T)

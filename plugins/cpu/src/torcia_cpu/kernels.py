@@ -308,11 +308,21 @@ class NativeKernels:
         ws = _c((w * scale).astype(x.dtype, copy=False))
         return _native.cross_entropy_backward_rows(_c(x), ws, _c(safe))
 
-    # ----- contiguous: a non-contiguous array's copy (see _copies_natively) ---------------
+    # ----- contiguous, and reshape where it copies: a non-contiguous array's copy (see
+    # _copies_natively) ----------------------------------------------------------------
     def contiguous(self, a):
         if not a.flags.c_contiguous and _copies_natively(a):
             return _native.contiguous(a)
         return _FALLBACK.contiguous(a)
+
+    def reshape(self, a, shape):
+        if a.flags.c_contiguous or not _copies_natively(a):
+            return _FALLBACK.reshape(a, shape)
+        try:
+            # a view where the strides allow one, as NumPy's reshape gives
+            return a.reshape(shape, copy=False)
+        except ValueError:
+            return _native.contiguous(a).reshape(shape)
 
     # ----- cat of arrays of one dtype, in any layout: the result's bytes written natively,
     # in spans over torcia's threads (NumPy's concatenate, on one, took 2.6x PyTorch's
@@ -979,7 +989,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "leaky_relu", "relu", "activation_backward", "layer_norm",
              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
              "batch_norm_backward", "masked_fill", "flash_attention",
-             "flash_attention_backward", "index_add", "cat", "contiguous")
+             "flash_attention_backward", "index_add", "cat", "contiguous", "reshape")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)
