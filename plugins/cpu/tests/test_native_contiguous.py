@@ -83,6 +83,20 @@ def test_large_copies_are_the_same_on_every_thread_count(shape, strided, dtype):
         _native.set_num_threads(before)
 
 
+def test_byte_swapped_and_unaligned_arrays():
+    # bytes moved as they are: a big-endian float32's, and an array at an odd address
+    # (the AVX blocks load and store unaligned)
+    x = _values((96, 80), np.float32)
+    swapped = x.astype(">f4").T
+    _same(_native.contiguous(swapped), np.ascontiguousarray(swapped))
+    raw = np.zeros(x.nbytes + 1, np.uint8)
+    odd = raw[1:].view(np.float32).reshape(x.shape)
+    odd[...] = x
+    assert not odd.flags.aligned
+    for a in (odd.T, odd[::-1].T, odd[:, ::2].T):
+        _same(_native.contiguous(a), np.ascontiguousarray(a))
+
+
 @pytest.mark.parametrize("a", [np.zeros(8, object), np.zeros(8, "U3"), np.zeros(8, "i4,f4"),
                                np.zeros(8, "V4"), np.zeros(8, "M8[s]")], ids=str)
 def test_other_dtypes_are_refused(a):
