@@ -481,6 +481,48 @@ def test_cat(shape, dim, count, dtype, data):
         _both("cat", *pieces, dim=dim)
 
 
+@FUZZ
+@given(st.lists(st.integers(0, 6), min_size=0, max_size=5),
+       st.sampled_from([np.float32, np.float64, np.int8, np.int16, np.complex128, np.bool_]),
+       st.data())
+def test_contiguous(shape, dtype, data):
+    """Any rank and layout: a permutation of the dims, each stepped, flipped or broadcast
+    (native from one element here), byte for byte the reference's."""
+    a = data.draw(arrays(tuple(shape), np.float64)).astype(dtype)
+    a = a.transpose(data.draw(st.permutations(range(a.ndim))))
+    view = tuple(data.draw(st.sampled_from([slice(None), slice(None, None, 2),
+                                            slice(None, None, -1), slice(None, None, -3)]))
+                 for _ in range(a.ndim))
+    a = a[view]
+    if a.ndim and a.shape[-1] and data.draw(st.booleans()):
+        a = np.broadcast_to(a[..., :1], a.shape[:-1] + (data.draw(st.integers(0, 5)),))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native_kernels, "_COPY_FROM", 1)
+        got, want = NAT.contiguous(a), REF.contiguous(a)
+    assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+    assert got.tobytes() == want.tobytes()
+
+
+@FUZZ
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=4),
+       st.sampled_from([np.float32, np.int64, np.bool_]), st.sampled_from(["flat", "rows",
+                                                                          "merged", "bad"]),
+       st.data())
+def test_reshape(shape, dtype, target, data):
+    """A permuted or stepped array reshaped: a view where its strides allow one (the
+    reference's, sharing its memory), else a copy (native from one element here); a shape
+    of another size: the reference's error."""
+    a = data.draw(arrays(tuple(shape), np.float64)).astype(dtype)
+    a = a.transpose(data.draw(st.permutations(range(a.ndim))))
+    size = {"flat": (-1,), "rows": (a.shape[0], -1) if a.shape[0] else (0, a.size),
+            "merged": a.shape[:-2] + (-1,), "bad": (a.size + 1,)}[target]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native_kernels, "_COPY_FROM", 1)
+        want = _both("reshape", a, size)
+        if want is not None:
+            assert np.shares_memory(NAT.reshape(a, size), a) == np.shares_memory(want, a)
+
+
 def test_every_override_is_fuzzed():
     fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
               "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
@@ -491,5 +533,5 @@ def test_every_override_is_fuzzed():
               "leaky_relu", "relu", "activation_backward", "layer_norm",
               "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
               "batch_norm_backward", "masked_fill", "flash_attention",
-              "flash_attention_backward", "index_add", "cat"}
+              "flash_attention_backward", "index_add", "cat", "contiguous", "reshape"}
     assert set(OVERRIDES) == fuzzed

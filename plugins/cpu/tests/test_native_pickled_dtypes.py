@@ -99,6 +99,8 @@ def _workload(dtype):
     h = h + wide * 0
     # a cat of C-contiguous pieces above the grain (joined natively)
     h = h + torcia.cat([big, big], 1).sum() * 0
+    # a transposed tensor's C-contiguous copy, of more than _COPY_FROM elements (native)
+    h = h + big.t().contiguous().sum() * 0
     out, _ = nn.LSTM(64, 8).to(dtype)(h)
     cell = nn.LSTMCell(8, 8).to(dtype)
     hc = cell(out[0])

@@ -198,6 +198,8 @@ CASES = {
     "cat sizes differ": ("n.cat([z(2, 3), z(2, 4)], 0)",
                          "array 1 has shape (2, 4), array 0 has (2, 3)"),
     "cat ranks differ": ("n.cat([z(2, 3), z(3)], 1)", "array 1 has shape (3,)"),
+    "contiguous of objects": ("n.contiguous(np.zeros((4, 4), object).T)", "a of object"),
+    "contiguous of records": ("n.contiguous(np.zeros(8, 'i4,f4')[::2])", "a of [("),
     # attention
     "flash_attention 3-D query": (
         "n.flash_attention(z(2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), None, False, 1.0)",

@@ -38,12 +38,34 @@ def _native_ok(*arrays) -> bool:
 
 
 def _c(a):
-    return np.ascontiguousarray(a)
+    """``np.ascontiguousarray(a)``, a large non-contiguous array copied natively."""
+    if a.flags.c_contiguous or not _copies_natively(a):
+        return _ascontiguousarray(a)
+    return _native.contiguous(a)
 
 
 def _cc(a):
     """``a`` C-contiguous, its shape kept (``ascontiguousarray`` makes a 0-d array 1-d)."""
-    return a if a.flags.c_contiguous else a.copy()
+    if a.flags.c_contiguous:
+        return a
+    return _native.contiguous(a) if _copies_natively(a) else a.copy()
+
+
+_ascontiguousarray = np.ascontiguousarray
+#: Elements from which a non-contiguous array's C-contiguous copy is made natively
+#: (csrc/elementwise.cpp's contiguous); below, NumPy's copy costs less than the call.
+_COPY_FROM = 4096
+#: The element sizes the native copy moves (bool, integers, floats, complex).
+_COPY_ITEMSIZES = frozenset((1, 2, 4, 8, 16))
+
+
+def _copies_natively(a) -> bool:
+    """Whether the C-contiguous copy of ``a`` (not C-contiguous) is made natively: an
+    ndarray of numbers with :data:`_COPY_FROM` elements or more. NumPy's copy walks a
+    transposed array along the result, a cache line of the source an element (a (512, 512)
+    float32 transpose took 2.9x PyTorch's time); the native one in tiles."""
+    return a.__class__ is np.ndarray and a.size >= _COPY_FROM \
+        and a.dtype.kind in _NUMBERS and a.itemsize in _COPY_ITEMSIZES
 
 
 class _Fallback:
@@ -285,6 +307,22 @@ class NativeKernels:
         scale = g * keep if reduction != "mean" else (g / w.sum()) * keep
         ws = _c((w * scale).astype(x.dtype, copy=False))
         return _native.cross_entropy_backward_rows(_c(x), ws, _c(safe))
+
+    # ----- contiguous, and reshape where it copies: a non-contiguous array's copy (see
+    # _copies_natively) ----------------------------------------------------------------
+    def contiguous(self, a):
+        if not a.flags.c_contiguous and _copies_natively(a):
+            return _native.contiguous(a)
+        return _FALLBACK.contiguous(a)
+
+    def reshape(self, a, shape):
+        if a.flags.c_contiguous or not _copies_natively(a):
+            return _FALLBACK.reshape(a, shape)
+        try:
+            # a view where the strides allow one, as NumPy's reshape gives
+            return a.reshape(shape, copy=False)
+        except ValueError:
+            return _native.contiguous(a).reshape(shape)
 
     # ----- cat of arrays of one dtype, in any layout: the result's bytes written natively,
     # in spans over torcia's threads (NumPy's concatenate, on one, took 2.6x PyTorch's
@@ -951,7 +989,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "leaky_relu", "relu", "activation_backward", "layer_norm",
              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
              "batch_norm_backward", "masked_fill", "flash_attention",
-             "flash_attention_backward", "index_add", "cat")
+             "flash_attention_backward", "index_add", "cat", "contiguous", "reshape")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)
