@@ -26,8 +26,9 @@ wait for each other. ``--numpy`` adds a column for torcia with its plugin blocke
 scaling is then the parallel overhead, not the speed-up).
 ``--blas openblas`` (or ``mkl``) runs torcia-cpu's products on that library
 (``TORCIA_CPU_BLAS``); ``--blas openblas,mkl`` gives torcia a column for each, in the same
-run (``openblas`` is what the default install, without the ``[mkl]`` extra, runs). The
-last line names the libraries used.
+run (``openblas`` is what the default install, without the ``[mkl]`` extra, runs, and
+what torcia-cpu picks with it on a CPU that is not Intel's). The last line names the
+libraries used.
 
 Workloads:
 
