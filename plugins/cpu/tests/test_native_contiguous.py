@@ -172,18 +172,6 @@ def test_reshape_copies_natively_where_it_copies(monkeypatch):
     assert len(calls) == 4
 
 
-def test_reshape_before_numpy_2_1_is_the_reference_kernels(monkeypatch):
-    # NumPy 1.26-2.0 (which the plugin takes) have no reshape(copy=False) to ask for a view
-    monkeypatch.setattr(kernels, "_RESHAPE_TELLS_VIEWS", False)
-    monkeypatch.setattr(_native, "contiguous", lambda a: pytest.fail("copied natively"))
-    reshape = kernels.NativeKernels().reshape
-    x = _values((64, 96), np.float32)
-    for a, shape in ((x.T, (2, 48, 64)), (x.T, (-1,)), (x[::-1], (96, 64))):
-        got = reshape(a, shape)
-        np.testing.assert_array_equal(got, np.reshape(a, shape))
-        assert np.shares_memory(got, a) == np.shares_memory(np.reshape(a, shape), a)
-
-
 def test_contiguous_and_reshape_gradients_flow():
     w = torcia.randn(200, 800, dtype=torcia.float64, requires_grad=True)
     g = torcia.randn(800, 200, dtype=torcia.float64)

@@ -52,9 +52,6 @@ def _cc(a):
 
 
 _ascontiguousarray = np.ascontiguousarray
-# reshape(copy=False), which refuses rather than copies, came in NumPy 2.1 (the plugin
-# takes 1.26): before it, reshape is left to the reference kernel
-_RESHAPE_TELLS_VIEWS = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 #: Elements from which a non-contiguous array's C-contiguous copy is made natively
 #: (csrc/elementwise.cpp's contiguous); below, NumPy's copy costs less than the call.
 _COPY_FROM = 4096
@@ -319,7 +316,7 @@ class NativeKernels:
         return _FALLBACK.contiguous(a)
 
     def reshape(self, a, shape):
-        if a.flags.c_contiguous or not _RESHAPE_TELLS_VIEWS or not _copies_natively(a):
+        if a.flags.c_contiguous or not _copies_natively(a):
             return _FALLBACK.reshape(a, shape)
         try:
             # a view where the strides allow one, as NumPy's reshape gives
