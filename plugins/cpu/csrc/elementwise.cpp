@@ -730,26 +730,9 @@ std::vector<Dim> copy_dims(const py::array& a) {
   return dims;
 }
 
-// The source's and the result's byte offsets at element `e` (C order) of `dims`, the
-// result C-contiguous over all of them (its strides in `out`)
-struct Offsets {
-  int64_t src, dst;
-};
-
-Offsets offsets_at(int64_t e, const std::vector<Dim>& dims, const std::vector<int64_t>& out) {
-  Offsets at{0, 0};
-  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0 && e; --d) {
-    const int64_t i = e % dims[d].size;
-    at.src += i * dims[d].stride;
-    at.dst += i * out[d];
-    e /= dims[d].size;
-  }
-  return at;
-}
-
 // The source's byte offset of element `e` onward (C order) of `dims`, stepped one element
 // at a time by additions (a row of 32 floats copied by memcpy took less than the
-// divisions of offsets_at)
+// divisions of offset_of)
 class Walk {
  public:
   Walk(const std::vector<Dim>& dims, int64_t e) : dims_(dims), index_(dims.size()) {
@@ -925,23 +908,23 @@ void copy_transposed(char* dst, const char* src, const std::vector<Dim>& dims, i
                      int64_t item) {
   const std::vector<int64_t> strides = c_strides(dims, item);
   const Dim rows = dims[k], last = dims.back();
-  std::vector<Dim> outer;
-  std::vector<int64_t> out;
+  // the dims of the planes: their sizes, the source's and the result's strides
+  std::vector<int64_t> outer, from, to;
+  int64_t planes = 1;
   for (size_t d = 0; d + 1 < dims.size(); ++d)
     if (static_cast<int64_t>(d) != k) {
-      outer.push_back(dims[d]);
-      out.push_back(strides[d]);
+      outer.push_back(dims[d].size);
+      from.push_back(dims[d].stride);
+      to.push_back(strides[d]);
+      planes *= dims[d].size;
     }
-  int64_t planes = 1;
-  for (const Dim& d : outer) planes *= d.size;
   const int64_t bands = (rows.size + kTile - 1) / kTile;
   torcia_team::for_row_blocks(planes * bands, kTile * last.size, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
-      const int64_t i0 = (t % bands) * kTile;
-      const Offsets at = offsets_at(t / bands, outer, out);
-      transpose_items(item, dst + at.dst + i0 * strides[k], strides[k],
-                      src + at.src + i0 * rows.stride, rows.stride, last.stride,
-                      std::min(kTile, rows.size - i0), last.size);
+      const int64_t i0 = (t % bands) * kTile, plane = t / bands;
+      transpose_items(item, dst + offset_of(plane, outer, to) + i0 * strides[k], strides[k],
+                      src + offset_of(plane, outer, from) + i0 * rows.stride, rows.stride,
+                      last.stride, std::min(kTile, rows.size - i0), last.size);
     }
   });
 }
