@@ -311,9 +311,7 @@ class NativeKernels:
     # ----- contiguous, and reshape where it copies: a non-contiguous array's copy (see
     # _copies_natively) ----------------------------------------------------------------
     def contiguous(self, a):
-        if not a.flags.c_contiguous and _copies_natively(a):
-            return _native.contiguous(a)
-        return _FALLBACK.contiguous(a)
+        return _c(a)  # the reference's ascontiguousarray, natively where that pays
 
     def reshape(self, a, shape):
         if a.flags.c_contiguous or not _copies_natively(a):
