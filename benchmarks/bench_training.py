@@ -545,6 +545,11 @@ WORKLOADS = {
 HEAVY = ("gpt2_infer", "gpt2_train")
 #: Each round runs a workload's step for at least this long.
 ROUND_SECONDS = 0.25
+#: The pause before each round on several threads: a BLAS's threads keep spinning after
+#: its last product (NumPy's OpenBLAS held a core for 0.1 s, measured), and on the previous
+#: contender's cores they slowed the next one (the direct ``cblas_sgemm`` on two threads
+#: ran 0.74x its one-thread speed when it followed NumPy's round, 1.9x alone).
+SETTLE_SECONDS = 0.2
 
 
 def _child(lib_name, name, clock_name, threads):
@@ -623,6 +628,8 @@ def measure(name, contenders, rounds, clock_name, thread_counts):
     for _ in range(rounds):
         for n in thread_counts:
             for c, proc in live.items():
+                if n > 1:
+                    time.sleep(SETTLE_SECONDS)
                 proc.stdin.write(f"round {n}\n")
                 proc.stdin.flush()
                 seconds = _answer(proc)["seconds"]
