@@ -165,7 +165,10 @@ SAMPLES = {
     "sub": binary(torcia.sub) + [case(lambda a: 1 - a, r(3))],
     "mul": binary(torcia.mul) + [case(lambda a: a * 3, r(3)), case(lambda a: a * C23, r(2, 3)),
                                   case(lambda b: C3 * b, r(2, 3))],
-    "div": binary(torcia.div, r, pos) + [case(lambda a: 2 / a, pos(3)),
+    # a number over a tensor is its reciprocal times the number (as PyTorch): a 0-d
+    # tensor keeps div
+    "div": binary(torcia.div, r, pos) + [case(lambda a: torcia.tensor(2.0).double() / a,
+                                              pos(3)),
                                          case(lambda a: a / C3, r(3)),
                                          case(lambda b: C3 / b, pos(3))],
     "pow": binary(torcia.pow, pos, r) + [case(lambda a: a ** 3, r(4)),

@@ -386,6 +386,26 @@ def tensor_scalar_dtype(t: dtype, scalar_type: type) -> dtype:
     return r
 
 
+#: The ops that PyTorch's kernels run on a float16 or bfloat16 tensor and a Python number in
+#: float32, the number taken as a float32 (its "opmath" type), where NumPy would round the
+#: number to the tensor's dtype first: ``x * 0.1`` in float16 had a third of its elements
+#: a unit in the last place from PyTorch's, ``x / 0.37`` nearly half.
+WIDE_SCALAR_OPS = frozenset(("mul", "div", "floor_divide"))
+
+
+def scalar_operand(t: dtype, b, op: str) -> tuple[dtype, object]:
+    """``(dtype, operand)`` for a tensor of dtype ``t`` and a Python number ``b`` in
+    ``op``: the result's dtype, and ``b`` as the kernel takes it (a bfloat16 scalar beside
+    bfloat16, which NumPy would take to float32 with a Python float), or None where ``op``
+    computes in float32 (:data:`WIDE_SCALAR_OPS`)."""
+    r = tensor_scalar_dtype(t, b.__class__)
+    if r is not float16 and r is not bfloat16:
+        return r, b
+    if op in WIDE_SCALAR_OPS:
+        return r, None
+    return r, (b if r is float16 else r.np.type(b))
+
+
 def can_cast(from_: dtype, to: dtype) -> bool:
     """Whether PyTorch's in-place and ``out=`` rules allow casting ``from_`` to ``to``.
 

@@ -1011,9 +1011,9 @@ def binary(op: str, a, b, float_op: bool = False):
             raise _device_error(a._device, b._device)
         b_grad = b._requires_grad
     elif b.__class__ in (float, int, bool, complex):
-        dt = D.tensor_scalar_dtype(dt, b.__class__)
-        # NumPy would take a bfloat16 array with a Python float to float32
-        bd = b if dt is not D.bfloat16 else dt.np.type(b)
+        dt, bd = D.scalar_operand(dt, b, op)
+        if bd is None:  # in float32, as PyTorch
+            return binary(op, a.float(), b, float_op).to(dt)
         b_grad = False
     else:
         return binary(op, a, _as_operand(b, a), float_op)
@@ -1050,7 +1050,9 @@ def _binary_in_modes(modes, op, a, b, float_op):
         a, b = mode.on_inputs(op, (a, b))
     if not isinstance(a, Tensor):
         a = _as_operand(a, b)
-    ad, bd, b_grad = _promoted(a, b, float_op)
+    ad, bd, b_grad = _promoted(op, a, b, float_op)
+    if bd is None:  # in float32, as PyTorch (D.scalar_operand)
+        return binary(op, a.float(), b, float_op).to(_FROM_NP[ad.dtype])
     dev = a._device
     kernels = dev.kernels
     if kernels is None:
@@ -1065,9 +1067,9 @@ def _binary_in_modes(modes, op, a, b, float_op):
     return out
 
 
-def _promoted(a, b, float_op):
-    """The arrays of ``a`` and ``b`` (a tensor or a Python number) in their promoted
-    dtype, and whether ``b`` requires grad: ``binary``'s promotion, for the modes' path."""
+def _promoted(op, a, b, float_op):
+    """The arrays of ``a`` and ``b`` (a tensor or a Python number; None: ``op`` computes in
+    float32) promoted, and whether ``b`` requires grad: ``binary``'s, for the modes' path."""
     ad = a._data
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
@@ -1085,8 +1087,7 @@ def _promoted(a, b, float_op):
             raise _device_error(a._device, b._device)
         b_grad = b._requires_grad
     else:
-        dt = D.tensor_scalar_dtype(dt, b.__class__)
-        bd = b if dt is not D.bfloat16 else dt.np.type(b)
+        dt, bd = D.scalar_operand(dt, b, op)
         b_grad = False
     if float_op and dt.category < 2:
         dt = D._default[0]
@@ -1271,9 +1272,8 @@ _opdef.INPLACE = inplace
 _opdef.TENSOR = sys.modules[__name__]
 
 
-#: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,
-#: which binary converts first)
-_SCALAR_SAFE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+#: float dtypes whose tensors take a Python float operand in their own dtype, as PyTorch's
+#: kernels do (not float16 and bfloat16: see D.scalar_operand)
 _FLOAT_OPERANDS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
@@ -1294,7 +1294,7 @@ def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) 
                     and other._device is self._device and (not float_op or sd.dtype.kind == "f"))
         else:
             od = other
-            fast = other.__class__ is float and sd.dtype in _SCALAR_SAFE
+            fast = other.__class__ is float and sd.dtype in _FLOAT_OPERANDS
         kernels = self._device.kernels
         if fast and kernels is not None and op in kernels:
             check_overlap(self, (other,))
@@ -1313,7 +1313,7 @@ def scaled_inplace(op: str, op_fn, self: Tensor, other, alpha) -> Tensor:
     if (not _modes_on and self.__class__ is Tensor and other.__class__ is Tensor
             and not self._requires_grad and not other._requires_grad and kernels is not None
             and alpha.__class__ in (int, float) and other._data.dtype is self._data.dtype
-            and self._data.dtype in _SCALAR_SAFE and other._device is self._device
+            and self._data.dtype in _FLOAT_OPERANDS and other._device is self._device
             and op in kernels):
         sd, od, kernel = self._data, other._data, kernels[op]
         check_overlap(self, (other,))

@@ -479,10 +479,33 @@ def add(input, other, *deprecated, alpha=1):
     if deprecated:
         alpha, (other,) = other, scalar_first("add", other, deprecated, "Tensor other",
                                           "alpha")
-    if alpha != 1:
+    if alpha != 1 or alpha.__class__ is bool:
+        if _alpha_checked(input, other, alpha) is D.bool_:
+            alpha = builtins.bool(alpha)  # bools add as "or": a or (b and alpha)
         other = MADE["mul"](other, alpha) if isinstance(other, _opdef.PUBLIC.Tensor) else \
             other * alpha
     return _dispatch("add", input, other)
+
+
+def _alpha_checked(input, other, alpha):
+    """The dtype of ``input + alpha * other``, ``alpha`` checked against it as PyTorch's
+    ``alpha_check``: a bool alpha for bool results only, no float alpha beside integers
+    (that would silently make a float result), no complex alpha beside reals."""
+    # from the operands' dtypes, which sparse tensors have too (not their arrays)
+    tensor = _opdef.PUBLIC.Tensor
+    tensors = [t for t in (input, other) if isinstance(t, tensor)]
+    dt = D.result_type_of([t.dtype for t in tensors if t.ndim],
+                          [t.dtype for t in tensors if not t.ndim],
+                          [D.scalar_dtype(x) for x in (input, other) if not isinstance(x, tensor)])
+    if alpha.__class__ is bool and dt is not D.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if dt.category < 2 and not isinstance(alpha, (int, np.integer)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if dt.category < 3 and isinstance(alpha, (complex, np.complexfloating)):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                           "complex number.")
+    return dt
 
 
 #: the Tensor class, bound by the first call of ``_not_bool`` (then :func:`_plain`): this
@@ -531,7 +554,8 @@ def sub(input, other, *deprecated, alpha=1):
     if deprecated:
         alpha, (other,) = other, scalar_first("sub", other, deprecated, "Tensor other",
                                           "alpha")
-    if alpha != 1:
+    if alpha != 1 or alpha.__class__ is bool:
+        _alpha_checked(input, other, alpha)
         other = MADE["mul"](other, alpha) if isinstance(other, _Tensor) else other * alpha
     return _dispatch("sub", input, other)
 
@@ -560,7 +584,9 @@ def div(input, other, *, rounding_mode=None):
         if other.dtype is not dt:
             other = other.to(dt)
     else:
-        dt = D.tensor_scalar_dtype(input.dtype, type(other))
+        dt, operand = D.scalar_operand(input.dtype, other, "div")
+        if operand is None:  # float16 or bfloat16 by a number: in float32, as PyTorch
+            return div(input.float(), other, rounding_mode=rounding_mode).to(dt)
     a = input if input.dtype is dt else input.to(dt)
     return _opdef.CALL("div", (a, other), {"rounding_mode": rounding_mode})
 

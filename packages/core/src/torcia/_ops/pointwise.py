@@ -371,7 +371,11 @@ def lerp(input, end, weight):
         kind = "tensor" if isinstance(weight, _opdef.PUBLIC.Tensor) else "scalar"
         raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
                                   f"'{_tname(input.dtype)}'")
-    return _opdef.CALL("lerp", (input, end, operand_as(weight, input.dtype)), {})
+    # a number weight beside float16 and bfloat16 at float32, where the kernel computes:
+    # PyTorch's opmath (rounded to float16 first, 17% of the results were a unit apart)
+    wide = isinstance(weight, numbers.Number) and low_precision(input.dtype.to_numpy())
+    return _opdef.CALL("lerp", (input, end, operand_as(weight, D.float32 if wide else
+                                                       input.dtype)), {})
 
 
 def _pointwise3(name, input, tensor1, tensor2, value):

@@ -250,7 +250,10 @@ def radam_step(params, grads, exp_avgs, exp_avg_sqs, steps, *, lr, beta1, beta2,
         if rho_t > 5.0:
             np.sqrt(v, out=tmp)
             tmp += eps
-            np.divide(p.dtype.type(bias_correction2**0.5), tmp, out=tmp)
+            # a number over a tensor, as torch (and the per-parameter path): the
+            # reciprocal times the number
+            np.reciprocal(tmp, out=tmp)
+            tmp *= p.dtype.type(bias_correction2**0.5)
             update *= tmp
             update *= _rectification(rho_t, rho_inf)
         update *= -1.0
