@@ -113,3 +113,13 @@ def test_torch_level_mm_and_matmul_take_sparse():
     assert torcia.allclose(torcia.mm(s, x), want)
     assert torcia.allclose(torcia.matmul(s, x), want)
     assert torcia.allclose(x.t() @ s, x.t() @ s.to_dense())
+
+
+def test_result_type_and_alpha_take_sparse_tensors():
+    # from the tensor's dtype and ndim, as for a dense one (it has no dense array to read)
+    s = torcia.sparse_coo_tensor(IDX, VAL, (3, 3))
+    assert torcia.result_type(s, 1) is s.dtype
+    assert torcia.result_type(s, torcia.tensor(1.0, dtype=torcia.float64)) is s.dtype
+    assert torcia.result_type(s.to(torcia.int64), 2.5) is torcia.float32
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported"):
+        torcia.add(torcia.ones(3, 3), s, alpha=True)

@@ -1105,7 +1105,8 @@ def result_type(*operands) -> D.dtype:
     dims, zeros, scalars = [], [], []
     for x in operands:
         if isinstance(x, Tensor):
-            (dims if x._data.ndim else zeros).append(_FROM_NP[x._data.dtype])
+            # its dtype and ndim, not its array's: a sparse tensor has none to read
+            (dims if x.ndim else zeros).append(x.dtype)
         elif x is not None:
             scalars.append(D.scalar_dtype(x))
     return D.result_type_of(dims, zeros, scalars)

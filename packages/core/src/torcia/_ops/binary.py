@@ -491,12 +491,7 @@ def _alpha_checked(input, other, alpha):
     """The dtype of ``input + alpha * other``, ``alpha`` checked against it as PyTorch's
     ``alpha_check``: a bool alpha for bool results only, no float alpha beside integers
     (that would silently make a float result), no complex alpha beside reals."""
-    # from the operands' dtypes, which sparse tensors have too (not their arrays)
-    tensor = _opdef.PUBLIC.Tensor
-    tensors = [t for t in (input, other) if isinstance(t, tensor)]
-    dt = D.result_type_of([t.dtype for t in tensors if t.ndim],
-                          [t.dtype for t in tensors if not t.ndim],
-                          [D.scalar_dtype(x) for x in (input, other) if not isinstance(x, tensor)])
+    dt = _opdef.RESULT_TYPE(input, other)
     if alpha.__class__ is bool and dt is not D.bool_:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
     if dt.category < 2 and not isinstance(alpha, (int, np.integer)):

@@ -25,6 +25,7 @@ from torcia._opdef import define
 from torcia._ops._common import (
     BOOL,
     COMPLEX,
+    HALF,
     broadcast,
     first_shape,
     low_precision,
@@ -373,7 +374,7 @@ def lerp(input, end, weight):
                                   f"'{_tname(input.dtype)}'")
     # a number weight beside float16 and bfloat16 at float32, where the kernel computes:
     # PyTorch's opmath (rounded to float16 first, 17% of the results were a unit apart)
-    wide = isinstance(weight, numbers.Number) and low_precision(input.dtype.to_numpy())
+    wide = isinstance(weight, numbers.Number) and input.dtype in HALF
     return _opdef.CALL("lerp", (input, end, operand_as(weight, D.float32 if wide else
                                                        input.dtype)), {})
 
