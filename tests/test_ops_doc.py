@@ -26,7 +26,7 @@ def test_the_page_lists_every_op_with_what_a_backend_needs():
     for name in ops.ALL:
         assert f"``{name}(" in text, name
     # a primitive with its signature and traits; a composite with its decomposition
-    assert "``add(input, other)``\n   primitive, derivative, shape function." in text
+    assert "``add(input, other, *, alpha=1)``\n   primitive, derivative, shape function." in text
     conv = text.split("``conv(", 1)[1].split("\n``", 1)[0]
     assert "composite" in conv and "Default decomposition:" in conv and "def conv(" in conv
     assert text.count("Default decomposition:") == len(ops.ALL) - len(library.primitives())

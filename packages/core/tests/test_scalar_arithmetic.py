@@ -6,7 +6,8 @@
   unit in the last place apart);
 - a number over a tensor is the tensor's reciprocal times the number (PyTorch's
   ``__rtruediv__``), rounded twice, in every dtype;
-- ``lerp``'s number weight meets float16 and bfloat16 at float32;
+- ``lerp``'s number weight meets float16 and bfloat16 at float32 (each side one fused
+  multiply-add there: test_fused_multiply_add.py);
 - ``add``'s and ``sub``'s ``alpha`` is checked against the result's dtype, and bools add
   as "or".
 
@@ -201,9 +202,12 @@ def test_lerp_takes_a_number_weight_at_float32(name):
     b = rng.standard_normal(3000).astype(dt)
     af, bf = a.astype(np.float32), b.astype(np.float32)
     for w in (0.3, 0.7, -0.2, 1.5):
-        wf = np.float32(w)
-        # PyTorch's two-sided form in float32, rounded to the dtype at the end
-        want = np.where(abs(w) < 0.5, af + wf * (bf - af), bf - (bf - af) * (1 - wf)).astype(dt)
+        wf, d = np.float64(np.float32(w)), (bf - af).astype(np.float64)
+        # PyTorch's two-sided form in float32, each side a fused multiply-add (the float32
+        # product exact in float64), rounded to the dtype at the end
+        near = (af + wf * d).astype(np.float32)
+        far = (bf - d * np.float64(np.float32(1) - np.float32(w))).astype(np.float32)
+        want = np.where(abs(w) < 0.5, near, far).astype(dt)
         _same(torcia.lerp(torcia.tensor(a), torcia.tensor(b), w), want)
 
 

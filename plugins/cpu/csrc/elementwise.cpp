@@ -129,55 +129,43 @@ TORCIA_CLONES_WIDE void scalar_inplace_piece(T* io, T s, int64_t n) {
   for (int64_t k = 0; k < n; ++k) io[k] = FIRST ? apply(OP, s, io[k]) : apply(OP, io[k], s);
 }
 
-// a op b * s for add and sub, the product rounded before the sum, as mul's kernel and
-// then the op's give it: fp-contract off, so that no clone fuses them into an FMA (which
-// rounds once; checked in the assembly). Written out rather than through apply(), which
-// would be inlined across different options.
-#define TORCIA_NO_FMA __attribute__((optimize("fp-contract=off")))
+// x + y * t, with t = s for add and -s for sub, as one fused multiply-add (one
+// rounding), as PyTorch's add and sub with alpha compute it. std::fma is exact in every
+// clone (the x86-64-v3 ones have the instruction, the baseline calls libm's).
 
-// out[k] = x[k] op y[k] * s into memory of its own
-template <Bin OP, typename T>
-TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_apart(const T* __restrict__ x,
-                                                         const T* __restrict__ y, T s,
-                                                         T* __restrict__ out, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) {
-    const T p = y[k] * s;
-    out[k] = OP == Bin::add ? x[k] + p : x[k] - p;
-  }
+// out[k] = fma(y[k], t, x[k]) into memory of its own
+template <typename T>
+TORCIA_CLONES_WIDE void scaled_piece_apart(const T* __restrict__ x, const T* __restrict__ y,
+                                           T t, T* __restrict__ out, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) out[k] = std::fma(y[k], t, x[k]);
 }
 
-// io[k] = io[k] op v[k] * s (IO_FIRST), or v[k] op io[k] * s
-template <Bin OP, bool IO_FIRST, typename T>
-TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_inplace(T* __restrict__ io,
-                                                           const T* __restrict__ v, T s,
-                                                           int64_t n) {
-  for (int64_t k = 0; k < n; ++k) {
-    const T p = (IO_FIRST ? v[k] : io[k]) * s;
-    const T a = IO_FIRST ? io[k] : v[k];
-    io[k] = OP == Bin::add ? a + p : a - p;
-  }
+// io[k] = fma(v[k], t, io[k]) (IO_FIRST), or fma(io[k], t, v[k])
+template <bool IO_FIRST, typename T>
+TORCIA_CLONES_WIDE void scaled_piece_inplace(T* __restrict__ io, const T* __restrict__ v,
+                                             T t, int64_t n) {
+  for (int64_t k = 0; k < n; ++k)
+    io[k] = IO_FIRST ? std::fma(v[k], t, io[k]) : std::fma(io[k], t, v[k]);
 }
 
-// io[k] = io[k] op io[k] * s
-template <Bin OP, typename T>
-TORCIA_NO_FMA TORCIA_CLONES_WIDE void scaled_piece_self(T* io, T s, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) {
-    const T p = io[k] * s;
-    io[k] = OP == Bin::add ? io[k] + p : io[k] - p;
-  }
+// io[k] = fma(io[k], t, io[k])
+template <typename T>
+TORCIA_CLONES_WIDE void scaled_piece_self(T* io, T t, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) io[k] = std::fma(io[k], t, io[k]);
 }
 
 // out[k] = x[k] op y[k] * s (add and sub); out is x, y, both, or memory of its own
 template <Bin OP, typename T>
 void scaled_piece(const T* x, const T* y, T s, T* out, int64_t n) {
+  const T t = OP == Bin::add ? s : -s;
   if (out == x && out == y)
-    scaled_piece_self<OP, T>(out, s, n);
+    scaled_piece_self<T>(out, t, n);
   else if (out == x)
-    scaled_piece_inplace<OP, true, T>(out, y, s, n);
+    scaled_piece_inplace<true, T>(out, y, t, n);
   else if (out == y)
-    scaled_piece_inplace<OP, false, T>(out, x, s, n);
+    scaled_piece_inplace<false, T>(out, x, t, n);
   else
-    scaled_piece_apart<OP, T>(x, y, s, out, n);
+    scaled_piece_apart<T>(x, y, t, out, n);
 }
 
 // out[k] = x[k] op y[k], where out is x, y, both, or memory of its own (out_array)

@@ -1160,8 +1160,9 @@ struct AdamConstants {
   T weight_decay, decay, one_minus_beta1, end_weight, beta2, one_minus_beta2, eps;
 };
 
-// Products and sums rounded one at a time, as NumPy's passes round them: no fused
-// multiply-add in the optimizer updates, whose bits are torcia-optim's (test_plugin.py).
+// The optimizer updates' bits are torcia-optim's (test_plugin.py): products and sums
+// rounded one at a time, but for the multiply-adds that torch's lerp_, addcmul_ and add's
+// alpha fuse, written as std::fma (which fp-contract leaves alone). No other contraction.
 #if defined(__GNUC__) && !defined(__clang__)
 #define TORCIA_NO_FMA __attribute__((optimize("fp-contract=off")))
 #else
@@ -1179,9 +1180,10 @@ TORCIA_CLONES_WIDE TORCIA_NO_FMA void adam_span(T* __restrict__ p, const T* __re
   for (int64_t k = 0; k < n; ++k) {
     T d = c.maximize ? -g[k] : g[k];
     if (c.decoupled) p[k] *= c.decay;
-    if (c.coupled) d += c.weight_decay * p[k];
-    m[k] = c.from_end ? d - (d - m[k]) * c.end_weight : m[k] + (d - m[k]) * c.one_minus_beta1;
-    v[k] = c.beta2 * v[k] + c.one_minus_beta2 * d * d;
+    if (c.coupled) d = std::fma(p[k], c.weight_decay, d);
+    m[k] = c.from_end ? std::fma(m[k] - d, c.end_weight, d)
+                      : std::fma(c.one_minus_beta1, d - m[k], m[k]);
+    v[k] = std::fma(c.one_minus_beta2 * d, d, c.beta2 * v[k]);
     T denom_v = v[k];
     if (AMSGRAD) {
       vmax[k] = std::max(vmax[k], v[k]);
@@ -1259,13 +1261,13 @@ TORCIA_CLONES_WIDE TORCIA_NO_FMA void sgd_span(T* __restrict__ p, const T* __res
                                                const SgdConstants<T> c) {
   for (int64_t k = 0; k < n; ++k) {
     T d = c.maximize ? -g[k] : g[k];
-    d = c.decay ? d + c.weight_decay * p[k] : d;
+    d = c.decay ? std::fma(p[k], c.weight_decay, d) : d;
     if (MOMENTUM) {
-      const T buf = HAS_BUFFERS ? c.beta * b[k] + c.one_minus_dampening * d : d;
+      const T buf = HAS_BUFFERS ? std::fma(d, c.one_minus_dampening, c.beta * b[k]) : d;
       b[k] = buf;
-      d = c.nesterov ? d + c.beta * buf : buf;
+      d = c.nesterov ? std::fma(buf, c.beta, d) : buf;
     }
-    p[k] -= c.lr * d;
+    p[k] = std::fma(d, -c.lr, p[k]);
   }
 }
 
@@ -1343,7 +1345,7 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
   // the end's weight 1 - w in T, as lerp_ takes its weight w
   const T end_weight = T(1) - T(weight);
   const AdamConstants<T> c{maximize, weight_decay != 0 && !decoupled,
-                           weight_decay != 0 && decoupled, std::abs(weight) >= 0.5,
+                           weight_decay != 0 && decoupled, std::abs(T(weight)) >= T(0.5),
                            T(weight_decay), T(1 - lr * weight_decay), T(weight), end_weight,
                            T(beta2), T(1 - beta2), T(eps)};
   const int64_t n_spans = int64_t(spans.size());

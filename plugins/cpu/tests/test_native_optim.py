@@ -14,7 +14,8 @@ SIZES = [0, 1, 7, SPAN - 1, SPAN, SPAN + 1, 3 * SPAN + 7]
 OPTIONS = [dict(), dict(amsgrad=True), dict(maximize=True), dict(weight_decay=0.1),
            dict(weight_decay=0.1, decoupled_weight_decay=True),
            dict(weight_decay=0.05, amsgrad=True, maximize=True,
-                decoupled_weight_decay=True)]
+                decoupled_weight_decay=True),
+           dict(beta1=0.3)]  # lerp_ from the gradient's end: a weight 1 - beta1 >= 0.5
 
 
 def _state(dtype, seed=0):

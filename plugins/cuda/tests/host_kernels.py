@@ -41,6 +41,7 @@ using std::pow;
 using std::sin;
 using std::cos;
 using std::fabs;
+using std::fma;
 template <typename U> static inline U max(U a, U b) { return a > b ? a : b; }
 template <typename U> static inline U min(U a, U b) { return a < b ? a : b; }
 """

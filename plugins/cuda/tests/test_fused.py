@@ -72,17 +72,19 @@ def test_sgd_kernel_matches_torcia_optim(dtype, options):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("beta1", [0.9, 0.3])  # 0.3: lerp_ from the gradient's end
 @pytest.mark.parametrize("amsgrad, decoupled, weight_decay, maximize", [
     (False, False, 0.0, False), (True, False, 1e-2, False), (False, True, 1e-2, True),
     (True, True, 0.0, False)])
-def test_adam_kernel_matches_torcia_optim(dtype, amsgrad, decoupled, weight_decay, maximize):
+def test_adam_kernel_matches_torcia_optim(dtype, beta1, amsgrad, decoupled, weight_decay,
+                                          maximize):
     state = {}
     for side in ("ours", "theirs"):
         state[side] = [[RNG.standard_normal(s).astype(dtype) for s in SHAPES]]
     state["theirs"] = [[p.copy() for p in state["ours"][0]]]
     for side in state:
         state[side] += [[np.zeros(s, dtype) for s in SHAPES] for _ in range(3)]
-    options = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=weight_decay,
+    options = dict(lr=1e-2, beta1=beta1, beta2=0.999, eps=1e-8, weight_decay=weight_decay,
                    amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled)
     for step in (1.0, 2.0, 3.0):
         grads = [RNG.standard_normal(s).astype(dtype) for s in SHAPES]

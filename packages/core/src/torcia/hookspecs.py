@@ -71,9 +71,11 @@ def torcia_register_kernels(registry) -> None:
     otherwise shares no memory with them. Core passes it for the in-place ops when nothing
     records, converts or watches; a kernel that raises TypeError for it, or returns an
     array of its own, has its result copied into ``self`` instead. An ``add`` or ``sub``
-    kernel whose signature names ``alpha`` takes it with ``out=`` (``a.add_(b, alpha=2)``):
-    ``a op b * alpha``, the product rounded to the result's dtype before the sum, as
-    ``mul``'s kernel and then the op's give it; for the others core runs those two.
+    kernel whose signature names ``alpha`` (the ops' schemas do) takes it, with or without
+    ``out=`` (``a.add_(b, alpha=2)``, ``torcia.add(a, b, alpha=0.5)``): ``a op b * alpha``
+    for real floats as one fused multiply-add, ``alpha`` in the result's dtype, as
+    PyTorch's CPU kernels round it; for a kernel without ``alpha`` core runs ``mul``'s
+    kernel and then the op's.
 
     :param registry: a :class:`torcia.backend.KernelRegistry`; call
         ``registry.add(op, device_type, fn, priority=0)``.

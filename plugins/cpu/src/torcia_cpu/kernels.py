@@ -822,10 +822,9 @@ def _native_binary(op, a, b, out=None):
 
 
 def _scaled(op, a, b, alpha, out):
-    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (on
-    any thread count: one pass instead of two and no product array; a float array b of
-    a's dtype, its shape or a's trailing dims', C-contiguous arrays, an ``alpha`` a double
-    holds exactly), else None."""
+    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (a
+    float array b of a's dtype, its shape or a's trailing dims', C-contiguous arrays, an
+    ``alpha`` a double holds exactly), else None."""
     if (b.__class__ is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous
             or (alpha.__class__ is int and not -_EXACT_INT <= alpha <= _EXACT_INT)):
         return None
@@ -842,26 +841,23 @@ def _scaled(op, a, b, alpha, out):
 
 def _alpha_kernel(op):
     plain = _binary_kernel(op)
-    reference = mul = None
+    reference = None
 
     def kernel(a, b, out=None, alpha=1):
-        """add's (sub's) kernel; ``alpha`` with ``out``: ``a op b * alpha`` (the
-        hookspecs' contract), natively in one pass where the operands allow, else
-        ``mul``'s kernel and then the op's (below the grain their references: what
-        they run there, without their layers)."""
-        nonlocal reference, mul
-        if out is None or alpha.__class__ not in (int, float) or alpha == 1:
-            if alpha != 1:
-                raise TypeError(f"{op}: alpha is taken as a Python number with out= only")
+        """add's (sub's) kernel: ``a op b * alpha`` as one fused multiply-add (the
+        hookspecs' contract), natively in one pass where the operands allow (the same
+        bits as the reference's, which computes the rest)."""
+        nonlocal reference
+        if alpha == 1:
             return plain(a, b, out)
-        if a.size < _GRAIN and b.__class__ is _ndarray and b.size < _GRAIN:
-            if reference is None:
-                reference, mul = fallback(op, "cpu"), fallback("mul", "cpu")
-            return reference(a, mul(b, alpha), out=out)
-        result = _scaled(op, a, b, alpha, out)
-        if result is not None:
-            return result
-        return plain(a, ELEMENTWISE["mul"](b, alpha), out)
+        if alpha.__class__ in (int, float) and a.__class__ is _ndarray and a.dtype in _FLOATS:
+            result = _scaled(op, a, b, alpha, np.empty(a.shape, a.dtype) if out is None
+                             else out)
+            if result is not None:
+                return result
+        if reference is None:
+            reference = fallback(op, "cpu")
+        return reference(a, b, alpha=alpha, out=out)
 
     kernel.__name__ = kernel.__qualname__ = op
     return kernel

@@ -44,15 +44,17 @@ def _array(name):
     return f"raw T {name.split()[1]}" if name.startswith("raw ") else f"T {name}"
 
 
+# add's alpha, lerp_ and addcmul_ as one fma each (one rounding), as torch's kernels and
+# the per-parameter path compute them
 _SGD_BODY = """
 T d = maximize ? -g : g;
-if (weight_decay != 0) d += p * (T)weight_decay;
+if (weight_decay != 0) d = fma(p, (T)weight_decay, d);
 MOMENTUM
-p += d * (T)(-lr);
+p = fma(d, (T)(-lr), p);
 """
 _MOMENTUM = """
-buf = first ? d : buf * (T)momentum + (dampening == 0 ? d : d * (T)(1 - dampening));
-d = nesterov ? d + buf * (T)momentum : buf;
+buf = first ? d : fma(d, (T)(1 - dampening), buf * (T)momentum);
+d = nesterov ? fma(buf, (T)momentum, d) : buf;
 """
 _SGD_SCALARS = ("float64 lr", "float64 weight_decay", "float64 momentum", "float64 dampening",
                 "bool nesterov", "bool maximize", "bool first")
@@ -61,10 +63,11 @@ _ADAM_BODY = """
 T d = maximize ? -g : g;
 if (weight_decay != 0) {
     if (decoupled) p *= (T)(1 - lr * weight_decay);
-    else d += p * (T)weight_decay;
+    else d = fma(p, (T)weight_decay, d);
 }
-m += (d - m) * (T)(1 - beta1);
-v = v * (T)beta2 + d * (T)(1 - beta2) * d;
+const T w = (T)(1 - beta1);  /* lerp_'s weight: from the gradient's end from 0.5 */
+m = (w < (T)0.5 && w > (T)-0.5) ? fma(w, d - m, m) : fma(m - d, (T)1 - w, d);
+v = fma((T)(1 - beta2) * d, d, v * (T)beta2);
 T second = v;
 AMSGRAD
 p += m * (T)(-step_size) / (sqrt(second) / (T)bias_correction2_sqrt + (T)eps);

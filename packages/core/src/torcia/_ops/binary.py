@@ -30,6 +30,7 @@ from torcia._ops._common import (
     ArrayFunction,
     bool_like,
     broadcast,
+    fused_multiply_add,
     no_kernel,
     operand_as,
     opmath,
@@ -59,6 +60,24 @@ class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
     Python code expects ZeroDivisionError; this is both."""
 
 
+def _scaled(xp, a, b, alpha, out):
+    """``a + alpha * b`` (``alpha`` negated for sub): PyTorch's CPU kernels take ``alpha``
+    in the result's dtype and fuse the multiply-add for real floats (float16 and bfloat16
+    in float32), one rounding; other dtypes multiply, then add (exact for integers and
+    bools, where it is an "or" of an "and")."""
+    dt = xp.result_type(a, b)
+    if xp is np and D.np_floating(dt):
+        result = fused_multiply_add(np.asarray(b, dt), dt.type(alpha), a)
+    elif dt.kind == "b":
+        result = xp.logical_or(a, xp.logical_and(b, bool(alpha)))
+    else:
+        result = xp.add(a, xp.multiply(b, xp.asarray(alpha).astype(dt)))
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
 def _check_divisor(xp, a, b) -> None:
     # NumPy returns 0 for an integer division by zero (with a warning at most); PyTorch's
     # CPU kernels raise
@@ -69,6 +88,14 @@ def _check_divisor(xp, a, b) -> None:
 class Kernels:
     """The reference kernels that are more than one array-module function (see the
     module's doc)."""
+
+    def add(self, a, b, alpha=1, out=None):
+        return self.xp.add(a, b, out=out) if alpha == 1 else _scaled(self.xp, a, b, alpha, out)
+
+    def sub(self, a, b, alpha=1, out=None):
+        if alpha == 1:
+            return self.xp.subtract(a, b, out=out)
+        return _scaled(self.xp, a, b, -alpha, out)
 
     def floor_divide(self, a, b):
         _check_divisor(self.xp, a, b)
@@ -226,10 +253,10 @@ def decomposed_hypot(a, b):
     return _where((x == math.inf).bitwise_or(y == math.inf), out.new_full((), math.inf), out)
 
 
-def decomposed_sub(a, b):
+def decomposed_sub(a, b, alpha=1):
     # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
     # integers wrap alike
-    return a + (-b)
+    return a + (-b) if alpha == 1 else a.add(b, alpha=-alpha)
 
 
 def decomposed_fmax(a, b):
@@ -284,11 +311,11 @@ def decomposed_logical_xor(a, b):
 # ----- the declarations ------------------------------------------------------------------
 
 
-def _binary(name, kernel, other="other", **fields):
+def _binary(name, kernel, other="other", params="", **fields):
     """An op of ``BINARY``: two inputs broadcast and promoted together (``other`` the name
-    of the second, ``exponent`` for pow)."""
-    return define(f"{name}(Tensor input, Tensor {other}) -> Tensor", kernel, shape=broadcast,
-                  group="binary", **declared_fields(**fields))
+    of the second, ``exponent`` for pow; ``params``: the schema's keyword-only ones)."""
+    return define(f"{name}(Tensor input, Tensor {other}{params}) -> Tensor", kernel,
+                  shape=broadcast, group="binary", **declared_fields(**fields))
 
 
 def _binary_float(name, kernel, params="", **fields):
@@ -307,11 +334,11 @@ def _compare(name, kernel, **fields):
 
 #: in the order of :data:`torcia.ops.BINARY`, ``BINARY_FLOAT`` and ``COMPARE``
 DECLARED = (
-    _binary("add", ArrayFunction("add"),
+    _binary("add", Kernels.add, params=", *, Scalar alpha=1",
             inplace_example=("[1, 2]", "torcia.tensor([10, 20])", "tensor([11, 22])"),
             tags=("masked", "nested", "foreach"),
             operator="add"),
-    _binary("sub", ArrayFunction("subtract"), decomposition=decomposed_sub,
+    _binary("sub", Kernels.sub, params=", *, Scalar alpha=1", decomposition=decomposed_sub,
             inplace_example=("[5, 7]", "torcia.tensor([1, 2])", "tensor([4, 5])"),
             tags=("masked", "nested", "foreach"),
             operator="sub"),
@@ -480,11 +507,40 @@ def add(input, other, *deprecated, alpha=1):
         alpha, (other,) = other, scalar_first("add", other, deprecated, "Tensor other",
                                           "alpha")
     if alpha != 1 or alpha.__class__ is bool:
-        if _alpha_checked(input, other, alpha) is D.bool_:
+        dt = _alpha_checked(input, other, alpha)
+        out = _scaled_call("add", input, other, alpha, dt)
+        if out is not None:
+            return out
+        if dt is D.bool_:
             alpha = builtins.bool(alpha)  # bools add as "or": a or (b and alpha)
         other = MADE["mul"](other, alpha) if isinstance(other, _opdef.PUBLIC.Tensor) else \
             other * alpha
     return _dispatch("add", input, other)
+
+
+def _strided(v) -> bool:
+    """A number or a tensor of the strided layout (a sparse one adds by its own rules)."""
+    return not isinstance(v, _opdef.PUBLIC.Tensor) or v.layout is _opdef.PUBLIC.strided
+
+
+def _scaled_call(op, input, other, alpha, dt):
+    """``input op alpha * other`` of real floating dtype ``dt``: the op with its ``alpha``,
+    one rounding, as PyTorch's fused kernels; None where the caller multiplies and then
+    adds (other dtypes: exact for integers, complex numbers in PyTorch's two steps; other
+    layouts; a device whose kernel takes no ``alpha``)."""
+    if dt.category != 2 or not (_strided(input) and _strided(other)):
+        return None
+    Tensor = _opdef.PUBLIC.Tensor
+    if not isinstance(input, Tensor):
+        input = _opdef.TENSOR._as_operand(input, other)
+    kernels = input._device.kernels
+    kernel = kernels.get(op) if kernels is not None else None
+    if kernel is not None and not _opdef.TENSOR.takes_param(kernel, "alpha"):
+        return None
+    if isinstance(other, Tensor) and other.dtype is not dt:
+        other = other.to(dt)
+    return _opdef.CALL(op, (input if input.dtype is dt else input.to(dt), other),
+                       {"alpha": alpha})
 
 
 def _alpha_checked(input, other, alpha):
@@ -550,7 +606,10 @@ def sub(input, other, *deprecated, alpha=1):
         alpha, (other,) = other, scalar_first("sub", other, deprecated, "Tensor other",
                                           "alpha")
     if alpha != 1 or alpha.__class__ is bool:
-        _alpha_checked(input, other, alpha)
+        dt = _alpha_checked(input, other, alpha)
+        out = _scaled_call("sub", input, other, alpha, dt)
+        if out is not None:
+            return out
         other = MADE["mul"](other, alpha) if isinstance(other, _Tensor) else other * alpha
     return _dispatch("sub", input, other)
 

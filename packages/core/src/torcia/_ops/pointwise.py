@@ -28,6 +28,7 @@ from torcia._ops._common import (
     HALF,
     broadcast,
     first_shape,
+    fused_multiply_add,
     low_precision,
     no_kernel,
     op,
@@ -65,10 +66,11 @@ class Kernels:
             start, end = start.astype(np.float32), end.astype(np.float32)
             weight = weight.astype(np.float32) if hasattr(weight, "astype") else weight
         # PyTorch's two-sided form, exact at both ends: from start below a weight of 0.5,
-        # from end above
+        # from end above; each side one fused multiply-add, as its kernels compute it
         diff = end - start
         near_start = np.abs(weight) < 0.5
-        out = np.where(near_start, start + weight * diff, end - diff * (1 - weight))
+        out = np.where(near_start, fused_multiply_add(weight, diff, start),
+                       fused_multiply_add(-diff, 1 - weight, end))
         return np.asarray(out).astype(dt, copy=False)
 
     def addcmul(self, a, t1, t2, value=1):
@@ -76,7 +78,8 @@ class Kernels:
         if low_precision(a):
             a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
             value = float(value)
-        return (a + value * t1 * t2).astype(dt, copy=False)
+        # (value * t1) * t2 + a with one rounding after the product, as PyTorch's kernel
+        return np.asarray(fused_multiply_add(value * t1, t2, a)).astype(dt, copy=False)
 
     def addcdiv(self, a, t1, t2, value=1):
         dt = a.dtype
@@ -380,7 +383,8 @@ def lerp(input, end, weight):
 
 
 def _pointwise3(name, input, tensor1, tensor2, value):
-    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype."""
+    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype
+    (float32 for float16 and bfloat16)."""
     tensor_arg(tensor1, "tensor1")
     tensor_arg(tensor2, "tensor2")
     dt = _opdef.RESULT_TYPE(input, tensor1, tensor2)
@@ -394,8 +398,10 @@ def _pointwise3(name, input, tensor1, tensor2, value):
             "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
     if dt is D.bool_:
         raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+    # value beside float16 and bfloat16 at float32, where the kernels compute (as lerp's)
+    wide = dt in HALF and isinstance(value, numbers.Number)
     return _opdef.CALL(name, tuple(operand_as(t, dt) for t in (input, tensor1, tensor2)),
-                {"value": operand_as(value, dt)})
+                {"value": operand_as(value, D.float32 if wide else dt)})
 
 
 def addcmul(input, tensor1, tensor2, *deprecated, value=1):

@@ -43,36 +43,41 @@ from __future__ import annotations
 
 import numpy as np
 
+from torcia.library import fallback, get_backend
+
 
 def _grad(g, p, maximize, weight_decay):
     """The gradient to use: negated when maximizing, plus the L2 term (new arrays only)."""
     if maximize:
         g = np.negative(g)
     if weight_decay != 0:
-        g = g + p * weight_decay
+        g = _add(g, p, weight_decay)
     return g
 
 
-def _lerp_(a, b, weight, tmp):
-    """``a.lerp_(b, weight)`` in place, as torch computes it: ``a += weight * (b - a)`` for
-    a weight below 0.5, ``a = b - (b - a) * (1 - weight)`` from there (exact at both ends)."""
-    # the weight in the tensor's dtype, as lerp_ takes it, before the side is chosen: a
-    # float32 tensor's 0.4999999999999999 is 0.5, from the end
-    weight = tmp.dtype.type(weight)
-    np.subtract(b, a, out=tmp)
-    if abs(weight) < 0.5:
-        tmp *= weight
-        a += tmp
-    else:
-        tmp *= tmp.dtype.type(1) - weight
-        np.subtract(b, tmp, out=a)
+def _add(a, b, alpha, out=None):
+    """``a + alpha * b`` as ``add(..., alpha=)`` rounds it (one fused multiply-add, as
+    torch's), by the "cpu" device's add kernel: the per-parameter path's, to the bit;
+    into ``out`` (``a`` for ``add_``), else a new array."""
+    return get_backend("cpu").kernels["add"](a, b, alpha=alpha, out=out)
 
 
-def _addcmul_(a, t1, t2, value, tmp):
-    """``a += value * t1 * t2`` in place."""
-    np.multiply(t1, value, out=tmp)
-    tmp *= t2
-    a += tmp
+def _lerp_(a, b, weight):
+    """``a.lerp_(b, weight)`` in place, by the kernel ``lerp_`` runs on NumPy arrays (one
+    fused multiply-add from the nearer end, as torch's), the weight at the dtype lerp_
+    takes a number in (float32 beside float16 and bfloat16)."""
+    a[...] = fallback("lerp", "cpu")(a, b, _opmath(a).type(weight))
+
+
+def _addcmul_(a, t1, t2, value):
+    """``a += value * t1 * t2`` in place, by the kernel ``addcmul_`` runs on NumPy arrays
+    (``value * t1`` rounded, then one fused multiply-add, as torch's)."""
+    a[...] = fallback("addcmul", "cpu")(a, t1, t2, value=_opmath(a).type(value))
+
+
+def _opmath(a):
+    """The dtype a number beside the array ``a`` is taken in by lerp and addcmul."""
+    return np.dtype(np.float32) if a.dtype.itemsize == 2 else a.dtype
 
 
 def _addcdiv_(a, t1, t2, value, tmp):
@@ -82,7 +87,7 @@ def _addcdiv_(a, t1, t2, value, tmp):
     a += tmp
 
 
-def _adam_moments(p, g, m, v, tmp, *, lr, beta1, beta2, weight_decay, decoupled, maximize):
+def _adam_moments(p, g, m, v, *, lr, beta1, beta2, weight_decay, decoupled, maximize):
     """The Adam family's first half: sign, weight decay (L2 into the gradient, or decoupled
     into the parameter) and both moment averages; returns the gradient used."""
     g = _grad(g, p, maximize, 0)
@@ -90,10 +95,10 @@ def _adam_moments(p, g, m, v, tmp, *, lr, beta1, beta2, weight_decay, decoupled,
         if decoupled:
             p *= 1 - lr * weight_decay
         else:
-            g = g + p * weight_decay
-    _lerp_(m, g, 1 - beta1, tmp)
+            g = _add(g, p, weight_decay)
+    _lerp_(m, g, 1 - beta1)
     v *= beta2
-    _addcmul_(v, g, g, 1 - beta2, tmp)
+    _addcmul_(v, g, g, 1 - beta2)
     return g
 
 
@@ -120,9 +125,9 @@ def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dam
                 buf = momentum_buffers[i] = g.copy()
             else:
                 buf *= momentum
-                buf += g if dampening == 0 else g * (1 - dampening)
-            g = g + buf * momentum if nesterov else buf
-        p += g * -lr
+                _add(buf, g, 1 - dampening, out=buf)
+            g = _add(g, buf, momentum) if nesterov else buf
+        _add(p, g, -lr, out=p)
 
 
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1,
@@ -143,7 +148,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
     """
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         tmp = np.empty_like(p)
-        _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
+        _adam_moments(p, g, m, v, lr=lr, beta1=beta1, beta2=beta2,
                       weight_decay=weight_decay, decoupled=decoupled_weight_decay,
                       maximize=maximize)
         step = steps[i]
@@ -176,7 +181,7 @@ def adamax_step(params, grads, exp_avgs, exp_infs, steps, *, lr, beta1, beta2, e
     for i, (p, g, m, u) in enumerate(zip(params, grads, exp_avgs, exp_infs)):
         g = _grad(g, p, maximize, weight_decay)
         tmp = np.empty_like(p)
-        _lerp_(m, g, 1 - beta1, tmp)
+        _lerp_(m, g, 1 - beta1)
         u *= beta2
         np.abs(g, out=tmp)
         tmp += eps
@@ -205,7 +210,7 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, *, lr, 
         zip(params, grads, exp_avgs, exp_avg_sqs, mu_products)
     ):
         tmp = np.empty_like(p)
-        g = _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
+        g = _adam_moments(p, g, m, v, lr=lr, beta1=beta1, beta2=beta2,
                           weight_decay=weight_decay, decoupled=decoupled_weight_decay,
                           maximize=maximize)
         step = steps[i]
@@ -239,7 +244,7 @@ def radam_step(params, grads, exp_avgs, exp_avg_sqs, steps, *, lr, beta1, beta2,
     rho_inf = 2 / (1 - beta2) - 1
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         tmp = np.empty_like(p)
-        _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
+        _adam_moments(p, g, m, v, lr=lr, beta1=beta1, beta2=beta2,
                       weight_decay=weight_decay, decoupled=decoupled_weight_decay,
                       maximize=maximize)
         step = steps[i]
@@ -287,12 +292,12 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, *, lr,
         g = _grad(g, p, maximize, weight_decay)
         tmp = np.empty_like(p)
         v *= alpha
-        _addcmul_(v, g, g, 1 - alpha, tmp)
+        _addcmul_(v, g, g, 1 - alpha)
         if centered:
             mean = grad_avgs[i]
-            _lerp_(mean, g, 1 - alpha, tmp)
+            _lerp_(mean, g, 1 - alpha)
             avg = v.copy()
-            _addcmul_(avg, mean, mean, -1, tmp)
+            _addcmul_(avg, mean, mean, -1)
             np.sqrt(avg, out=avg)
         else:
             avg = np.sqrt(v)
@@ -301,7 +306,7 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, *, lr,
             buf = momentum_buffers[i]
             buf *= momentum
             _addcdiv_(buf, g, avg, 1, tmp)
-            p += buf * -lr
+            _add(p, buf, -lr, out=p)
         else:
             _addcdiv_(p, g, avg, -lr, tmp)
 
@@ -325,7 +330,7 @@ def adagrad_step(params, grads, state_sums, steps, *, lr, lr_decay, weight_decay
         g = _grad(g, p, maximize, weight_decay)
         clr = lr / (1 + (steps[i] - 1) * lr_decay)
         tmp = np.empty_like(p)
-        _addcmul_(s, g, g, 1, tmp)
+        _addcmul_(s, g, g, 1)
         std = np.sqrt(s)
         std += eps
         _addcdiv_(p, g, std, -clr, tmp)
@@ -348,9 +353,8 @@ def adadelta_step(params, grads, square_avgs, acc_deltas, *, lr, rho, eps, weigh
     """
     for p, g, v, u in zip(params, grads, square_avgs, acc_deltas):
         g = _grad(g, p, maximize, weight_decay)
-        tmp = np.empty_like(p)
         v *= rho
-        _addcmul_(v, g, g, 1 - rho, tmp)
+        _addcmul_(v, g, g, 1 - rho)
         std = v + eps
         np.sqrt(std, out=std)
         delta = u + eps
@@ -358,8 +362,8 @@ def adadelta_step(params, grads, square_avgs, acc_deltas, *, lr, rho, eps, weigh
         delta /= std
         delta *= g
         u *= rho
-        _addcmul_(u, delta, delta, 1 - rho, tmp)
-        p += delta * -lr
+        _addcmul_(u, delta, delta, 1 - rho)
+        _add(p, delta, -lr, out=p)
 
 
 #: op name -> NumPy kernel, registered for "cpu" by torcia-optim's plugin

@@ -154,7 +154,10 @@ def _unary(g, op, args, p, out):
 def _binary(g, op, args, p, out):
     a, b = args
     like = a if isinstance(a, np.ndarray) else b
-    return g.node(_BINARY[op], [g.value(a, like), g.value(b, like)])
+    other = g.value(b, like)
+    if p.get("alpha", 1) != 1:  # add's and sub's: a op alpha * b
+        other = g.node("Mul", [other, g.value(p["alpha"], like)])
+    return g.node(_BINARY[op], [g.value(a, like), other])
 
 
 @converts("div")

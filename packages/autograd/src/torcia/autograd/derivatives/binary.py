@@ -11,13 +11,13 @@ from torcia.library import Tensor
 
 
 @derivative("add")
-def _(grad, _a, _b):
-    return grad, grad
+def _(grad, _a, _b, *, alpha=1):
+    return grad, grad if alpha == 1 else grad * alpha
 
 
 @derivative("sub")
-def _(grad, _a, _b):
-    return grad, -grad
+def _(grad, _a, _b, *, alpha=1):
+    return grad, -grad if alpha == 1 else -grad * alpha
 
 
 @derivative("mul", saved_only_for={"a": "b", "b": "a"})
