@@ -358,3 +358,19 @@ def test_sgd_steps_match_pytorch(options):
     for foreach in (False, None):
         got = _stepped(torcia, "SGD", foreach, lr=0.1, **options)[0].detach().numpy()
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.7, 0.5, float("nan"), float("inf")])
+def test_lerp_matches_pytorch_on_zeros_infinities_and_nan(weight):
+    torch = _torch()
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
+    edges = [0.0, -0.0, 1.0, -1.0, float("inf"), -float("inf"), float("nan")]
+    start = [x for x in edges for _ in edges] * 3  # past PyTorch's vector width
+    end = edges * len(edges) * 3
+    for name in ("float32", "float64"):
+        got = torcia.lerp(torcia.tensor(start, dtype=getattr(torcia, name)),
+                          torcia.tensor(end, dtype=getattr(torcia, name)), weight).numpy()
+        want = torch.lerp(torch.tensor(start, dtype=getattr(torch, name)),
+                          torch.tensor(end, dtype=getattr(torch, name)), weight).numpy()
+        assert _same(got, want).all()

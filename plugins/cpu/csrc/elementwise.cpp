@@ -334,6 +334,71 @@ py::array binary_scalar(const std::string& name, const py::array& x, double s,
   return out;
 }
 
+// lerp with a number weight w and addcmul with a number value v, as PyTorch's CPU kernels
+// round them (and the reference, to the bit): lerp one fused multiply-add from the nearer
+// end, fma(w, b - a, a) below |w| = 0.5, fma(-(b - a), 1 - w, b) from there (NaN: the
+// end's; -(b - a), not a - b: the sign of a zero difference as PyTorch's);
+// addcmul fma(v * b, c, a).
+template <typename T>
+TORCIA_CLONES_WIDE void lerp_span(const T* __restrict__ a, const T* __restrict__ b, T w,
+                                  T* __restrict__ out, int64_t n) {
+  if (std::fabs(w) < T(0.5)) {
+    for (int64_t k = 0; k < n; ++k) out[k] = std::fma(w, b[k] - a[k], a[k]);
+  } else {
+    const T rest = T(1) - w;
+    for (int64_t k = 0; k < n; ++k) out[k] = std::fma(-(b[k] - a[k]), rest, b[k]);
+  }
+}
+
+template <typename T>
+TORCIA_CLONES_WIDE void addcmul_span(const T* __restrict__ a, const T* __restrict__ b,
+                                     const T* __restrict__ c, T v, T* __restrict__ out,
+                                     int64_t n) {
+  for (int64_t k = 0; k < n; ++k) out[k] = std::fma(v * b[k], c[k], a[k]);
+}
+
+template <typename T>
+void fused_typed(bool lerp, const py::array& a, const py::array& b, const py::array* c,
+                 double s, py::array& out) {
+  const T* ap = static_cast<const T*>(a.data());
+  const T* bp = static_cast<const T*>(b.data());
+  const T* cp = c ? static_cast<const T*>(c->data()) : nullptr;
+  T* op = static_cast<T*>(out.mutable_data());
+  const T scalar = static_cast<T>(s);
+  spans(a.size(), [&](int64_t lo, int64_t len) {
+    if (lerp)
+      lerp_span<T>(ap + lo, bp + lo, scalar, op + lo, len);
+    else
+      addcmul_span<T>(ap + lo, bp + lo, cp + lo, scalar, op + lo, len);
+  });
+}
+
+// fused(op, a, b, c, s) -> lerp(a, b, s) (c None) or addcmul(a, b, c, value=s), a new
+// array: a, b (and c) C-contiguous float arrays of one dtype and shape
+py::array fused(const std::string& name, const py::array& a, const py::array& b,
+                const py::object& c_arg, double s) {
+  const std::string fn = "fused";
+  if (name != "lerp" && name != "addcmul")
+    throw std::runtime_error(fn + ": unknown op '" + name + "' (lerp, addcmul)");
+  const bool lerp = name == "lerp";
+  torcia_checks::float_array(fn, "a", a);
+  torcia_checks::same(fn, "b", b, "a", a);
+  py::array c;
+  if (!lerp) {
+    if (c_arg.is_none()) throw std::runtime_error(fn + ": addcmul needs c");
+    c = py::reinterpret_borrow<py::array>(c_arg);
+    torcia_checks::same(fn, "c", c, "a", a);
+  } else if (!c_arg.is_none()) {
+    throw std::runtime_error(fn + ": lerp takes no c");
+  }
+  py::array out(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  if (is_f32(a))
+    fused_typed<float>(lerp, a, b, lerp ? nullptr : &c, s, out);
+  else
+    fused_typed<double>(lerp, a, b, lerp ? nullptr : &c, s, out);
+  return out;
+}
+
 // y = f(x) over one span; exp: float32's polynomial (about 1 ulp), float64's C library
 template <typename T>
 TORCIA_CLONES_WIDE void unary_span(Un op, const T* __restrict__ x, T* __restrict__ y,
@@ -961,6 +1026,8 @@ void define_elementwise(py::module_& m) {
   m.def("binary_scalar", &binary_scalar, py::arg("op"), py::arg("x"), py::arg("s"),
         py::arg("scalar_first"), py::arg("out") = py::none());
   m.def("unary", &unary, py::arg("op"), py::arg("x"));
+  m.def("fused", &fused, py::arg("op"), py::arg("a"), py::arg("b"), py::arg("c"),
+        py::arg("s"));
   m.def("reduce_sum", &reduce_sum, py::arg("x"), py::arg("outer"), py::arg("r"),
         py::arg("inner"), py::arg("mean"));
   m.def("cat", &cat, py::arg("arrays"), py::arg("dim"));

@@ -1181,7 +1181,7 @@ TORCIA_CLONES_WIDE TORCIA_NO_FMA void adam_span(T* __restrict__ p, const T* __re
     T d = c.maximize ? -g[k] : g[k];
     if (c.decoupled) p[k] *= c.decay;
     if (c.coupled) d = std::fma(p[k], c.weight_decay, d);
-    m[k] = c.from_end ? std::fma(m[k] - d, c.end_weight, d)
+    m[k] = c.from_end ? std::fma(-(d - m[k]), c.end_weight, d)
                       : std::fma(c.one_minus_beta1, d - m[k], m[k]);
     v[k] = std::fma(c.one_minus_beta2 * d, d, c.beta2 * v[k]);
     T denom_v = v[k];

@@ -47,6 +47,15 @@ def _same(got, want):
     np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
 
 
+def _same_but_nan_signs(got, want):
+    """As :func:`_same`, but a NaN's sign and payload (which IEEE leaves open: an FMA's
+    invalid operation and NumPy's two passes make NaNs of either sign)."""
+    got, want = np.asarray(got), np.asarray(want)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    _same(np.where(nan, 0, got).astype(got.dtype), np.where(nan, 0, want).astype(want.dtype))
+
+
 # (a's shape, b's shape): same shapes of one span and of several, a row repeated along
 # either operand, a row with leading ones, one element of either side, and shapes the
 # native code does not cover (a column, an outer product): all against the reference
@@ -466,3 +475,52 @@ def test_alpha_is_add_and_subs():
     assert not torcia.backend.takes_param(np.add, "alpha")
     assert torcia.backend.takes_param(library.fallback("add", "cpu"), "alpha")
     assert torcia.backend.takes_param(ELEMENTWISE["sub"], "alpha")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weight", [0.1, -0.3, 0.5, 0.7, 1.5, np.nan, np.inf])
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, GRAIN + 5)], ids=str)
+def test_lerp_with_a_number_weight_is_the_references_bit_for_bit(shape, weight, dtype):
+    a, b = _array(shape, dtype), _array(shape, dtype)
+    w = np.asarray(weight, dtype)[()]
+    with np.errstate(all="ignore"):
+        _same_but_nan_signs(ELEMENTWISE["lerp"](a, b, w), _ref("lerp")(a, b, w))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("value", [1, 0.3, -2.5, np.inf])
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, GRAIN + 5)], ids=str)
+def test_addcmul_is_the_references_bit_for_bit(shape, value, dtype):
+    x, t1, t2 = (_array(shape, dtype) for _ in range(3))
+    v = np.asarray(value, dtype)[()]
+    with np.errstate(all="ignore"):
+        _same_but_nan_signs(ELEMENTWISE["addcmul"](x, t1, t2, value=v),
+                            _ref("addcmul")(x, t1, t2, value=v))
+
+
+def test_lerp_and_addcmul_hand_other_layouts_to_the_reference():
+    a = _array((40, 30), np.float32)
+    t = a.T  # not contiguous
+    w = np.full((40, 30), 0.25, np.float32)  # a tensor weight
+    with np.errstate(all="ignore"):
+        quarter = np.float32(0.25)
+        _same(ELEMENTWISE["lerp"](t, t + 1, quarter), _ref("lerp")(t, t + 1, quarter))
+        _same(ELEMENTWISE["lerp"](a, a * 2, w), _ref("lerp")(a, a * 2, w))
+        _same(ELEMENTWISE["addcmul"](a, a[0], a, value=np.float32(0.5)),
+              _ref("addcmul")(a, a[0], a, value=np.float32(0.5)))
+
+
+def test_fused_refuses_what_it_cannot_take():
+    a = _array((4,), np.float32)
+    with pytest.raises(RuntimeError, match="unknown op 'mul'"):
+        _native.fused("mul", a, a, None, 1.0)
+    with pytest.raises(RuntimeError, match="b has shape"):
+        _native.fused("lerp", a, a[:3].copy(), None, 0.5)
+    with pytest.raises(RuntimeError, match="b has dtype"):
+        _native.fused("lerp", a, a.astype(np.float64), None, 0.5)
+    with pytest.raises(RuntimeError, match="C-contiguous"):
+        _native.fused("addcmul", a, a, a[::-1], 0.5)
+    with pytest.raises(RuntimeError, match="addcmul needs c"):
+        _native.fused("addcmul", a, a, None, 0.5)
+    with pytest.raises(RuntimeError, match="must be float32 or float64"):
+        _native.fused("lerp", a.astype(np.int32), a.astype(np.int32), None, 0.5)

@@ -960,11 +960,52 @@ def _reduction_kernel(op):
     return kernel
 
 
+def _one_layout(*arrays) -> bool:
+    """C-contiguous float arrays of one dtype and shape: what ``_native.fused`` takes."""
+    return _native_ok(*arrays) and all(
+        a.flags.c_contiguous and a.shape == arrays[0].shape for a in arrays)
+
+
+def _lerp_kernel():
+    reference = None
+
+    def lerp(start, end, weight):
+        """lerp's kernel: natively for arrays of one layout and a number weight (one fused
+        multiply-add from the nearer end, the reference's bits), else the reference."""
+        nonlocal reference
+        if np.ndim(weight) == 0 and _one_layout(start, end):
+            return _native.fused("lerp", start, end, None, float(weight))
+        if reference is None:
+            reference = fallback("lerp", "cpu")
+        return reference(start, end, weight)
+
+    return lerp
+
+
+def _addcmul_kernel():
+    reference = None
+
+    def addcmul(x, t1, t2, value=1):
+        """addcmul's kernel: natively for arrays of one layout (``(value * t1) * t2 + x``
+        with one rounding after the first product, the reference's bits), else the
+        reference."""
+        nonlocal reference
+        if np.ndim(value) == 0 and _one_layout(x, t1, t2):
+            return _native.fused("addcmul", x, t1, t2, float(value))
+        if reference is None:
+            reference = fallback("addcmul", "cpu")
+        return reference(x, t1, t2, value=value)
+
+    return addcmul
+
+
 #: Elementwise ops and reductions run natively on large float arrays.
 ELEMENTWISE = {
     **{op: _alpha_kernel(op) for op in ("add", "sub")},
     "mul": _binary_kernel("mul"),
     "div": _div_kernel(),
+    "lerp": _lerp_kernel(),
+    "addcmul": _addcmul_kernel(),
     **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
                                         "square")},
     # float64's exp stays on NumPy's vectorised one (the C library's is scalar)

@@ -66,7 +66,7 @@ if (weight_decay != 0) {
     else d = fma(p, (T)weight_decay, d);
 }
 const T w = (T)(1 - beta1);  /* lerp_'s weight: from the gradient's end from 0.5 */
-m = (w < (T)0.5 && w > (T)-0.5) ? fma(w, d - m, m) : fma(m - d, (T)1 - w, d);
+m = (w < (T)0.5 && w > (T)-0.5) ? fma(w, d - m, m) : fma(-(d - m), (T)1 - w, d);
 v = fma((T)(1 - beta2) * d, d, v * (T)beta2);
 T second = v;
 AMSGRAD

@@ -182,9 +182,9 @@ def fused_multiply_add(x, y, z):
     fuse lerp, addcmul and add's alpha so): NumPy arrays of one float dtype, broadcast
     together; float16 and bfloat16 as PyTorch's opmath, fused in float32 and then rounded.
 
-    Float32 goes through float64, where its product is exact, and the sum is rounded to
-    odd there, so that rounding it again to float32 is the single correct rounding (a
-    plain float64 sum rounded twice misses the result at a float32 midpoint). Float64
+    Float32 goes through float64, where its product is exact; the float64 sum rounded
+    again to float32 is the single correct rounding but where it fell on a float32
+    midpoint: there the sum is rounded to odd first. Float64
     splits its product exactly (Dekker's product and Knuth's sum, the last step rounded
     to odd: Boldo and Melquiond's emulation); elements outside the range where that is
     exact (huge or tiny products, near an overflow) are computed from exact fractions.
@@ -203,11 +203,45 @@ def fused_multiply_add(x, y, z):
         return x * y + z
     work = np.dtype(np.float32) if dt.itemsize < 4 else dt
     x, y, z = (np.asarray(v, work) for v in (x, y, z))  # a Python number rounded to it
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape, z.shape), work)
+    # in chunks whose temporaries stay in the cache and below the size that malloc maps
+    # fresh pages for (whole arrays of them were 20x slower, most of it first touches)
     if work.itemsize == 4:
-        with np.errstate(all="ignore"):  # inf * 0 and overflows give NaN and inf silently
-            product = np.multiply(x, y, dtype=np.float64)
-            return _odd_sum(product, z.astype(np.float64)).astype(dt)
-    return _fma64(*np.broadcast_arrays(x, y, z))
+        chunk = min(out.size, _CHUNK)
+        scratch = (np.empty(chunk), np.empty(chunk), np.empty(chunk, np.int64))
+        kernel = functools.partial(_fma32, scratch=scratch)
+    else:
+        chunk, kernel = _CHUNK // 8, _fma64
+    with np.nditer([x, y, z, out], flags=["external_loop", "buffered", "zerosize_ok"],
+                   op_flags=[["readonly"]] * 3 + [["writeonly"]], buffersize=chunk) as it:
+        for a, b, c, o in it:
+            o[...] = kernel(a, b, c)
+    return out if work is dt else out.astype(dt)
+
+
+_CHUNK = 1 << 16
+
+
+def _fma32(x, y, z, scratch):
+    """``fused_multiply_add`` of 1-d float32 arrays, in float64 (``scratch``: two float64
+    arrays and an int64 one, at least as long)."""
+    n = x.shape[0]
+    product, total, bits = (a[:n] for a in scratch)
+    with np.errstate(all="ignore"):  # inf * 0 and overflows give NaN and inf silently
+        np.multiply(x, y, out=product, dtype=np.float64)
+        np.add(product, z, out=total)
+        # the float64 sums whose rounding to float32 could differ from the exact sum's
+        # fell on a float32 midpoint: the bits float32 drops (29, or more below its
+        # normal range) are 1 and then zeros, so the low 28 are zeros (as they are for
+        # every sum float32 holds exactly, which these few steps leave as they are)
+        np.bitwise_and(total.view(np.int64), _LOW_BITS, out=bits)
+        suspect = np.flatnonzero(bits == 0)
+        if suspect.size:
+            total[suspect] = _odd_sum(product[suspect], z[suspect].astype(np.float64))
+    return total
+
+
+_LOW_BITS = (1 << 28) - 1
 
 
 def _two_sum(a, b):
@@ -231,6 +265,7 @@ _SPLIT = 2.0 ** 27 + 1
 
 
 def _fma64(x, y, z):
+    """``fused_multiply_add`` of 1-d float64 arrays."""
     with np.errstate(all="ignore"):
         p = x * y
         ax, ay, ap = np.abs(x), np.abs(y), np.abs(p)

@@ -68,9 +68,12 @@ class Kernels:
         # PyTorch's two-sided form, exact at both ends: from start below a weight of 0.5,
         # from end above; each side one fused multiply-add, as its kernels compute it
         diff = end - start
-        near_start = np.abs(weight) < 0.5
-        out = np.where(near_start, fused_multiply_add(weight, diff, start),
-                       fused_multiply_add(-diff, 1 - weight, end))
+        if np.ndim(weight) == 0:  # one side for every element (a number weight)
+            out = (fused_multiply_add(weight, diff, start) if np.abs(weight) < 0.5 else
+                   fused_multiply_add(-diff, 1 - weight, end))
+        else:
+            out = np.where(np.abs(weight) < 0.5, fused_multiply_add(weight, diff, start),
+                           fused_multiply_add(-diff, 1 - weight, end))
         return np.asarray(out).astype(dt, copy=False)
 
     def addcmul(self, a, t1, t2, value=1):

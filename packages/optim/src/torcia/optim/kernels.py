@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torcia.library import fallback, get_backend
+from torcia.library import get_backend
 
 
 def _grad(g, p, maximize, weight_decay):
@@ -57,22 +57,27 @@ def _grad(g, p, maximize, weight_decay):
 
 def _add(a, b, alpha, out=None):
     """``a + alpha * b`` as ``add(..., alpha=)`` rounds it (one fused multiply-add, as
-    torch's), by the "cpu" device's add kernel: the per-parameter path's, to the bit;
-    into ``out`` (``a`` for ``add_``), else a new array."""
-    return get_backend("cpu").kernels["add"](a, b, alpha=alpha, out=out)
+    torch's), by the "cpu" device's add kernel; into ``out`` (``a`` for ``add_``), else a
+    new array."""
+    return _kernel("add")(a, b, alpha=alpha, out=out)
 
 
 def _lerp_(a, b, weight):
-    """``a.lerp_(b, weight)`` in place, by the kernel ``lerp_`` runs on NumPy arrays (one
-    fused multiply-add from the nearer end, as torch's), the weight at the dtype lerp_
-    takes a number in (float32 beside float16 and bfloat16)."""
-    a[...] = fallback("lerp", "cpu")(a, b, _opmath(a).type(weight))
+    """``a.lerp_(b, weight)`` in place, by the "cpu" device's lerp kernel (one fused
+    multiply-add from the nearer end, as torch's), the weight at the dtype lerp_ takes a
+    number in (float32 beside float16 and bfloat16)."""
+    a[...] = _kernel("lerp")(a, b, _opmath(a).type(weight))
 
 
 def _addcmul_(a, t1, t2, value):
-    """``a += value * t1 * t2`` in place, by the kernel ``addcmul_`` runs on NumPy arrays
+    """``a += value * t1 * t2`` in place, by the "cpu" device's addcmul kernel
     (``value * t1`` rounded, then one fused multiply-add, as torch's)."""
-    a[...] = fallback("addcmul", "cpu")(a, t1, t2, value=_opmath(a).type(value))
+    a[...] = _kernel("addcmul")(a, t1, t2, value=_opmath(a).type(value))
+
+
+def _kernel(op):
+    """The "cpu" device's kernel of ``op``: the per-parameter path's, to the bit."""
+    return get_backend("cpu").kernels[op]
 
 
 def _opmath(a):
