@@ -97,6 +97,8 @@ def _workload(dtype):
     big = torcia.randn(2, 40000, dtype=dtype, requires_grad=True)
     wide = ((big * 2.0 + big) / (big.abs() + 1.0).sqrt() - big[0]).exp().sum(1).mean()
     h = h + wide * 0
+    # lerp with a number weight and addcmul (one fused multiply-add an element, natively)
+    h = h + (big.lerp(big * 2.0, 0.3) + torcia.addcmul(big, big, big, value=0.5)).sum() * 0
     # a cat of C-contiguous pieces above the grain (joined natively)
     h = h + torcia.cat([big, big], 1).sum() * 0
     # a transposed tensor's C-contiguous copy, of more than _COPY_FROM elements (native)
