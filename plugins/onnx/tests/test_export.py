@@ -58,6 +58,15 @@ def test_residual_in_place_add_is_traced(tmp_path):
            (torcia.randn(3, 2, 5, 5),))
 
 
+def test_add_and_sub_with_alpha_scale_the_other_operand(tmp_path):
+    class Scaled(nn.Module):
+        def forward(self, x, y):
+            return torcia.sub(torcia.add(x, y, alpha=0.5), x, alpha=2) + y.add(x, alpha=3)
+
+    _check(Scaled(), (torcia.randn(2, 3), torcia.randn(2, 3)), tmp_path / "alpha.onnx",
+           (torcia.randn(4, 3), torcia.randn(4, 3)))
+
+
 def test_embedding_lstm_and_attention(tmp_path):
     torcia.manual_seed(1)
 
