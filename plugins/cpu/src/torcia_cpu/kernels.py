@@ -822,19 +822,24 @@ def _native_binary(op, a, b, out=None):
 
 
 def _scaled(op, a, b, alpha, out):
-    """``a op b * alpha`` into ``out`` natively, in one pass, where the operands allow (a
-    float array b of a's dtype, its shape or a's trailing dims', C-contiguous arrays, an
-    ``alpha`` a double holds exactly), else None."""
+    """``a op b * alpha`` into ``out`` (None: a new array) natively, in one pass, where the
+    operands allow (a float array b of a's dtype, its shape or a's trailing dims',
+    C-contiguous arrays, an ``alpha`` a double holds exactly), else None."""
     if (b.__class__ is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous
             or (alpha.__class__ is int and not -_EXACT_INT <= alpha <= _EXACT_INT)):
         return None
     if (a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous
-            or b.ndim > a.ndim or out.__class__ is not _ndarray or out.dtype != a.dtype
-            or out.shape != a.shape or not out.flags.c_contiguous or not out.flags.writeable):
+            or b.ndim > a.ndim):
+        return None
+    if out is not None and (out.__class__ is not _ndarray or out.dtype != a.dtype
+                            or out.shape != a.shape or not out.flags.c_contiguous
+                            or not out.flags.writeable):
         return None
     inner = _strip_leading_ones(b)
     if b.size > a.size or a.shape[a.ndim - inner.ndim:] != inner.shape:
         return None
+    if out is None:
+        out = np.empty(a.shape, a.dtype)
     _native.binary(op, _flat(a), _flat(b), _flat(out), float(alpha))
     return out
 
@@ -850,9 +855,8 @@ def _alpha_kernel(op):
         nonlocal reference
         if alpha == 1:
             return plain(a, b, out)
-        if alpha.__class__ in (int, float) and a.__class__ is _ndarray and a.dtype in _FLOATS:
-            result = _scaled(op, a, b, alpha, np.empty(a.shape, a.dtype) if out is None
-                             else out)
+        if alpha.__class__ in (int, float):
+            result = _scaled(op, a, b, alpha, out)
             if result is not None:
                 return result
         if reference is None:
@@ -966,37 +970,20 @@ def _one_layout(*arrays) -> bool:
         a.flags.c_contiguous and a.shape == arrays[0].shape for a in arrays)
 
 
-def _lerp_kernel():
-    reference = None
-
-    def lerp(start, end, weight):
-        """lerp's kernel: natively for arrays of one layout and a number weight (one fused
-        multiply-add from the nearer end, the reference's bits), else the reference."""
-        nonlocal reference
-        if np.ndim(weight) == 0 and _one_layout(start, end):
-            return _native.fused("lerp", start, end, None, float(weight))
-        if reference is None:
-            reference = fallback("lerp", "cpu")
-        return reference(start, end, weight)
-
-    return lerp
+def lerp(start, end, weight):
+    """lerp's kernel: natively for arrays of one layout and a number weight (one fused
+    multiply-add from the nearer end, the reference's bits), else the reference."""
+    if np.ndim(weight) == 0 and _one_layout(start, end):
+        return _native.fused("lerp", start, end, None, float(weight))
+    return _FALLBACK.lerp(start, end, weight)
 
 
-def _addcmul_kernel():
-    reference = None
-
-    def addcmul(x, t1, t2, value=1):
-        """addcmul's kernel: natively for arrays of one layout (``(value * t1) * t2 + x``
-        with one rounding after the first product, the reference's bits), else the
-        reference."""
-        nonlocal reference
-        if np.ndim(value) == 0 and _one_layout(x, t1, t2):
-            return _native.fused("addcmul", x, t1, t2, float(value))
-        if reference is None:
-            reference = fallback("addcmul", "cpu")
-        return reference(x, t1, t2, value=value)
-
-    return addcmul
+def addcmul(x, t1, t2, value=1):
+    """addcmul's kernel: natively for arrays of one layout (``(value * t1) * t2 + x`` with
+    one rounding after the first product, the reference's bits), else the reference."""
+    if np.ndim(value) == 0 and _one_layout(x, t1, t2):
+        return _native.fused("addcmul", x, t1, t2, float(value))
+    return _FALLBACK.addcmul(x, t1, t2, value=value)
 
 
 #: Elementwise ops and reductions run natively on large float arrays.
@@ -1004,8 +991,8 @@ ELEMENTWISE = {
     **{op: _alpha_kernel(op) for op in ("add", "sub")},
     "mul": _binary_kernel("mul"),
     "div": _div_kernel(),
-    "lerp": _lerp_kernel(),
-    "addcmul": _addcmul_kernel(),
+    "lerp": lerp,
+    "addcmul": addcmul,
     **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
                                         "square")},
     # float64's exp stays on NumPy's vectorised one (the C library's is scalar)
