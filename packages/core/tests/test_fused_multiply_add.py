@@ -5,7 +5,8 @@ there), addcmul ``(value * t1) * t2 + input`` with one rounding after the first 
 ``add(a, b, alpha=s)`` ``b * s + a`` (sub: ``b * -s + a``) with ``s`` in the result's dtype.
 float16 and bfloat16 compute so in float32 (lerp's and addcmul's number taken as a float32,
 add's alpha as a float16 or bfloat16) and round at the end. Optimizers built on them (SGD,
-Adam's moments) step as PyTorch's.
+Adam's moments) step as PyTorch's. ``index_add`` with an ``alpha`` fuses each term, in
+index order, as PyTorch's adds a slice at a time with ``add_``.
 
 The expected values come from exact fractions (:mod:`fractions`), which round once by
 construction, and from PyTorch where it is installed. The reference helper
@@ -374,3 +375,107 @@ def test_lerp_matches_pytorch_on_zeros_infinities_and_nan(weight):
         want = torch.lerp(torch.tensor(start, dtype=getattr(torch, name)),
                           torch.tensor(end, dtype=getattr(torch, name)), weight).numpy()
         assert _same(got, want).all()
+
+
+def _index_add_case(shape, dim, m, name, seed=0):
+    """torcia's operands of index_add in dtype ``name`` (more indices than rows: each row
+    takes several terms), and their values as float64 arrays."""
+    rng = np.random.default_rng(seed)
+    dt = getattr(torcia, name)
+    source_shape = shape[:dim] + (m,) + shape[dim + 1:]
+    a, source = (torcia.tensor(rng.standard_normal(s) * 3).to(dt) for s in (shape, source_shape))
+    index = torcia.tensor(rng.integers(0, shape[dim], m))
+    return (a, index, source), (a.to(torcia.float64).numpy(), index.numpy(),
+                                source.to(torcia.float64).numpy())
+
+
+def _in_index_order(a, dim, index, source, step):
+    """``a[index[i]] = step(source[i], a[index[i]])`` along ``dim``, one term at a time."""
+    out = a.copy()
+    rows, terms = np.moveaxis(out, dim, 0), np.moveaxis(source, dim, 0)
+    for i, k in enumerate(index):
+        rows[k] = np.reshape([step(t, r) for t, r in zip(terms[i].ravel(), rows[k].ravel())],
+                             rows[k].shape)
+    return out
+
+
+INDEX_ADD_SHAPES = [((12, 5), 0), ((5, 12), 1), ((3, 12, 4), 1)]
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+@pytest.mark.parametrize("shape, dim", INDEX_ADD_SHAPES, ids=str)
+@pytest.mark.parametrize("alpha", [0.3, -2.7])
+def test_index_add_with_alpha_fuses_each_term_in_index_order(name, shape, dim, alpha):
+    from torcia import library
+
+    dt = getattr(np, name)
+    (a, index, source), (va, vi, vs) = _index_add_case(shape, dim, 40, name)
+    s = dt(alpha)
+    want = _in_index_order(va, dim, vi, vs, lambda t, r: _exact_fma(t, s, r, dt))
+    ways = (torcia.index_add(a, dim, index, source, alpha=alpha),
+            a.index_add(dim, index, source, alpha=alpha),
+            a.clone().index_add_(dim, index, source, alpha=alpha))
+    for got in ways:
+        assert _same(got.numpy(), want).all()
+    reference = library.fallback("index_add", "cpu")
+    assert _same(reference(va.astype(dt), vi, vs.astype(dt), dim, alpha), want).all()
+    # a NumPy float64 alpha is taken in the tensor's dtype, as a Python float
+    assert _same(reference(va.astype(dt), vi, vs.astype(dt), dim, np.float64(alpha)),
+                 want).all()
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_index_add_of_a_vector_rounds_the_product_first(name):
+    # PyTorch's kernel for one dim multiplies, rounds, then adds
+    dt = getattr(np, name)
+    (a, index, source), (va, vi, vs) = _index_add_case((12,), 0, 40, name)
+    want = _in_index_order(va, 0, vi, vs, lambda t, r: dt(dt(t) * dt(0.3)) + dt(r))
+    assert _same(torcia.index_add(a, 0, index, source, alpha=0.3).numpy(), want).all()
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape, dim", INDEX_ADD_SHAPES + [((12,), 0)], ids=str)
+def test_index_add_of_half_floats_sums_in_float32_along_the_first_and_last_dims(
+        name, shape, dim):
+    if name == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    (a, index, source), (va, vi, vs) = _index_add_case(shape, dim, 40, name)
+    half = getattr(torcia, name)
+
+    def rounded(v):
+        return torcia.tensor(np.asarray(v, np.float64)).to(half).to(torcia.float64).numpy()
+
+    if len(shape) > 1 and dim in (0, len(shape) - 1):
+        # PyTorch scatters these: a float32 sum, rounded once at the end
+        want = rounded(_in_index_order(va.astype(np.float32), dim, vi, vs.astype(np.float32),
+                                       lambda t, r: np.float32(t) + np.float32(r)))
+    else:
+        want = _in_index_order(va, dim, vi, vs, lambda t, r: rounded(np.float32(t) +
+                                                                     np.float32(r)))
+    got = torcia.index_add(a, dim, index, source).to(torcia.float64).numpy()
+    assert _same(got, want).all()
+
+
+@pytest.mark.parametrize("name", DTYPES)
+@pytest.mark.parametrize("shape, dim", [((50,), 0), ((50, 5), 0), ((5, 50), 1),
+                                        ((3, 50, 4), 1), ((50, 40), 0), ((40, 50), 1)],
+                         ids=str)
+@pytest.mark.parametrize("alpha", [1, 0.3])
+def test_index_add_matches_pytorch(name, shape, dim, alpha):
+    torch = _torch()
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
+    if name == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    width = math.prod(shape) // shape[dim]
+    if name in ("float16", "bfloat16") and alpha != 1 and width >= 16:
+        # PyTorch's vector loop (16 or 32 lanes, by the CPU) fuses where its scalar loop
+        # rounds the product first: which elements take which depends on the machine
+        pytest.skip("half floats with alpha over a vector's width")
+    (a, index, source), _ = _index_add_case(shape, dim, 300, name, seed=1)
+    tdt = getattr(torch, name)
+    theirs = [torch.tensor(t.to(torcia.float64).numpy()).to(tdt) for t in (a, source)]
+    want = torch.index_add(theirs[0], dim, torch.tensor(index.numpy()), theirs[1],
+                           alpha=alpha).to(torch.float64).numpy()
+    got = torcia.index_add(a, dim, index, source, alpha=alpha).to(torcia.float64).numpy()
+    assert _same(got, want).all()

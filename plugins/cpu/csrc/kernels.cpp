@@ -835,12 +835,13 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
 constexpr int64_t kIndexColumns = 16;
 
 // out (outer, n, inner) = a with source (outer, m, inner) added along the middle dim at
-// idx (m,): out[o, idx[i], j] += source[o, i, j]. Each element takes its terms in index
-// order, as NumPy's add.at does, so the result is its bits on every thread count; threads
-// own blocks of columns.
+// idx (m,): out[o, idx[i], j] += alpha * source[o, i, j], each term fused (one rounding,
+// as PyTorch's add_ with alpha). Each element takes its terms in index order, as NumPy's
+// add.at does, so the result is its bits on every thread count; threads own blocks of
+// columns.
 template <typename T>
 void index_add_run(const T* a, const int64_t* idx, const T* source, T* out, int64_t outer,
-                   int64_t n, int64_t m, int64_t inner) {
+                   int64_t n, int64_t m, int64_t inner, T alpha) {
   const int64_t blocks = (inner + kIndexColumns - 1) / kIndexColumns;
   const int64_t tasks = outer * blocks;
   const bool threads = tasks > 1 && outer * inner * (n + m) > kParallelWork;
@@ -857,17 +858,21 @@ void index_add_run(const T* a, const int64_t* idx, const T* source, T* out, int6
     for (int64_t i = 0; i < m; ++i) {
       T* row = to + idx[i] * inner;
       const T* s = rows + i * inner;
-      for (int64_t j = 0; j < w; ++j) row[j] += s[j];
+      if (alpha == T(1))
+        for (int64_t j = 0; j < w; ++j) row[j] += s[j];
+      else
+        for (int64_t j = 0; j < w; ++j) row[j] = std::fma(s[j], alpha, row[j]);
     }
   }
 }
 
-// index_add_rows(a, index, source, outer, n, inner) -> a copy of a (float32 or float64,
-// C-contiguous, outer * n * inner elements) with source (a's dtype, C-contiguous,
-// outer * m * inner elements) added at index (1-D int64, C-contiguous, m values in
-// [0, n)) along the middle dim of (outer, n, inner); of a's shape.
+// index_add_rows(a, index, source, outer, n, inner, alpha=1) -> a copy of a (float32 or
+// float64, C-contiguous, outer * n * inner elements) with alpha (taken in a's dtype) times
+// source (a's dtype, C-contiguous, outer * m * inner elements) added at index (1-D int64,
+// C-contiguous, m values in [0, n)) along the middle dim of (outer, n, inner); of a's
+// shape.
 py::array index_add_rows(const py::array& a, const py::array& index, const py::array& source,
-                         int64_t outer, int64_t n, int64_t inner) {
+                         int64_t outer, int64_t n, int64_t inner, double alpha) {
   const std::string fn = "index_add_rows";
   torcia_checks::float_array(fn, "a", a);
   torcia_checks::like(fn, "source", source, "a", a);
@@ -892,15 +897,20 @@ py::array index_add_rows(const py::array& a, const py::array& index, const py::a
     if (idx[i] < 0 || idx[i] >= n)
       fail(fn, "index holds " + std::to_string(idx[i]) + ", out of range for size " +
                    std::to_string(n));
+  const bool single = torcia_checks::is_dtype<float>(a.dtype());
+  // a double outside float's range has no float value to convert to
+  if (single && std::isfinite(alpha) && std::fabs(alpha) > std::numeric_limits<float>::max())
+    fail(fn, "alpha is outside float32's range");
   py::array out(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
-  if (torcia_checks::is_dtype<float>(a.dtype()))
+  if (single)
     index_add_run(static_cast<const float*>(a.data()), idx,
                   static_cast<const float*>(source.data()),
-                  static_cast<float*>(out.mutable_data()), outer, n, m, inner);
+                  static_cast<float*>(out.mutable_data()), outer, n, m, inner,
+                  static_cast<float>(alpha));
   else
     index_add_run(static_cast<const double*>(a.data()), idx,
                   static_cast<const double*>(source.data()),
-                  static_cast<double*>(out.mutable_data()), outer, n, m, inner);
+                  static_cast<double*>(out.mutable_data()), outer, n, m, inner, alpha);
   return out;
 }
 
@@ -1391,7 +1401,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("adam_step_f32", &adam_step<float>);
   m.def("adam_step_f64", &adam_step<double>);
   m.def("index_add_rows", &index_add_rows, py::arg("a"), py::arg("index"), py::arg("source"),
-        py::arg("outer"), py::arg("n"), py::arg("inner"));
+        py::arg("outer"), py::arg("n"), py::arg("inner"), py::arg("alpha") = 1.0);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
   // team.h: one thread for the regions of a fixed split while the machine is crowded

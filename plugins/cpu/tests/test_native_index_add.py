@@ -61,10 +61,14 @@ def test_the_reference_bits_on_every_thread_count(shape, dim, m, dtype, contiguo
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("alpha", [2.5, -1, 0, 3])
-def test_alpha_scales_as_the_reference(alpha, dtype):
-    a, index, source = _case((200, 300), 0, 400, dtype)
-    _same(NAT.index_add(a, index, source, 0, alpha), REF(a, index, source, 0, alpha))
+@pytest.mark.parametrize("alpha", [2.5, -1, 0, 3, 0.3, -1e-3])
+@pytest.mark.parametrize("shape, dim", [((200, 300), 0), ((7, 60, 33), 1), ((500,), 0)])
+def test_alpha_scales_as_the_reference(alpha, dtype, shape, dim, on_threads):
+    # fused into each term for more than one dim, the product rounded first for a vector
+    a, index, source = _case(shape, dim, 400, dtype)
+    want = REF(a, index, source, dim, alpha)
+    for got in on_threads(lambda: NAT.index_add(a, index, source, dim, alpha)):
+        _same(got, want)
 
 
 def test_special_values_and_int32_indices():
@@ -101,15 +105,15 @@ def test_fuzz_rows(rows, cols, m, dtype, on_threads):
 
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, dim, m", CASES[:5], ids=str)
-def test_matches_torch(shape, dim, m, dtype):
+@pytest.mark.parametrize("shape, dim, m", CASES[:5] + CASES[-1:], ids=str)
+@pytest.mark.parametrize("alpha", [1, 2, 0.3])
+def test_matches_torch(shape, dim, m, dtype, alpha):
     import torch
 
     a, index, source = _case(shape, dim, m, dtype)
     want = torch.from_numpy(a).index_add(dim, torch.from_numpy(index),
-                                         torch.from_numpy(source), alpha=2).numpy()
-    tol = dict(rtol=1e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(NAT.index_add(a, index, source, dim, 2), want, **tol)
+                                         torch.from_numpy(source), alpha=alpha).numpy()
+    _same(NAT.index_add(a, index, source, dim, alpha), want)
 
 
 def test_through_torcia():
@@ -141,6 +145,7 @@ F32 = np.zeros((4, 3), np.float32)
     ((F32, np.array([0, 1]), F32[:1], 1, 4, 3), "source has 3 elements, not (1, 2, 3)"),
     ((F32, np.array([0]), F32[:1], -1, 4, 3), "outer must be at least 0"),
     ((F32, np.array([0]), F32[:1], 1, 4, 2**62), "sizes overflow"),
+    ((F32, np.array([0]), F32[:1], 1, 4, 3, 1e300), "alpha is outside float32's range"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_native_entry_refuses_bad_arguments(args, message):
     with pytest.raises(RuntimeError, match=message.replace("(", r"\(").replace(")", r"\)")):

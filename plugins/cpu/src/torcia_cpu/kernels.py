@@ -249,14 +249,17 @@ class NativeKernels:
         # out of range (core refuses it first): the reference's error
         if index.size and (index.min() < 0 or index.max() >= n):
             return _FALLBACK.index_add(a, index, source, dim, alpha)
-        # scaled as the reference scales it; a NumPy scalar that widens the dtype goes to
-        # the reference, which rounds the sum back into a's dtype
-        scaled = source * alpha if alpha != 1 else source
+        # as the reference: a tensor of more than one dim takes alpha fused into each
+        # term, a vector a product rounded first (a NumPy scalar that widens the dtype
+        # goes to the reference, which rounds the sum back into a's dtype)
+        fused = a.ndim > 1 and isinstance(alpha, (int, float)) and alpha != 1
+        scaled = source * alpha if alpha != 1 and not fused else source
         if not _native_ok(a, scaled):
             return _FALLBACK.index_add(a, index, source, dim, alpha)
         return _native.index_add_rows(_cc(a), _c(index.astype(np.int64, copy=False)),
                                       _cc(scaled), math.prod(a.shape[:dim]), n,
-                                      math.prod(a.shape[dim + 1:]))
+                                      math.prod(a.shape[dim + 1:]),
+                                      float(a.dtype.type(alpha)) if fused else 1.0)
 
     # ----- softmax and cross-entropy over the last dimension --------------------------
     def softmax(self, a, dim):

@@ -34,6 +34,8 @@ from torcia._opdef import define
 from torcia._ops._common import (
     along_dim,
     first_shape,
+    fused_multiply_add,
+    low_precision,
     operand_as,
     opmath,
     random_floats,
@@ -97,6 +99,29 @@ def _add_at(xp, out, key, values):
         xp.add.at(out, key, values)
 
 
+def _fused_index_add(out, index, source, dim, alpha):
+    """``out[index[i]] = fma(source[i], alpha, out[index[i]])`` along ``dim``, for i in
+    order. Round r takes each index value's r-th occurrence: within a round the targets
+    are distinct, so a round is one vectorised step and the terms of an element still
+    arrive in index order."""
+    index = np.asarray(index, np.int64).reshape(-1)
+    if not index.size:
+        return
+    order = np.argsort(index, kind="stable")
+    ranked = index[order]
+    position = np.arange(index.size)
+    first = np.where(np.r_[True, ranked[1:] != ranked[:-1]], position, 0)
+    occurrence = np.empty_like(position)
+    occurrence[order] = position - np.maximum.accumulate(first)
+    by_round = np.argsort(occurrence, kind="stable")
+    bounds = np.cumsum(np.bincount(occurrence))[:-1]
+    to, terms = np.moveaxis(out, dim, 0), np.moveaxis(source, dim, 0)
+    alpha = out.dtype.type(alpha)  # in the tensor's dtype, a NumPy float64 too
+    for picked in np.split(by_round, bounds):
+        rows = index[picked]
+        to[rows] = fused_multiply_add(terms[picked], alpha, to[rows])
+
+
 class Kernels:
     """The reference kernels of the indexing ops (see the module's doc)."""
 
@@ -155,8 +180,20 @@ class Kernels:
 
     def index_add(self, a, index, source, dim, alpha=1):
         xp = self.xp
-        out = a.copy()
         key = (slice(None),) * dim + (index,)
+        if a.ndim > 1 and low_precision(a) and alpha == 1 and dim in (0, a.ndim - 1):
+            # PyTorch scatters along the first and last dims, summing float16 and bfloat16
+            # in float32 and rounding once; other dims add (and round) a slice at a time
+            out = a.astype(np.float32)
+            _add_at(xp, out, key, source.astype(np.float32))
+            return out.astype(a.dtype)
+        out = a.copy()
+        if alpha != 1 and a.ndim > 1 and xp is np and a.dtype.kind == "f" \
+                and a.dtype.itemsize >= 4:
+            # PyTorch adds each slice in turn with add_'s alpha, fused: one rounding per
+            # term, in index order (a vector's kernel rounds the product first, as add.at)
+            _fused_index_add(out, index, source, dim, alpha)
+            return out
         _add_at(xp, out, key, source * alpha if alpha != 1 else source)
         return out
 
