@@ -149,6 +149,28 @@ def test_half_precision_scalar_rule_holds_in_autograd(name):
     y.backward(torcia.tensor(g))
     # the gradient is PyTorch's: g / 0.37 by the same rule
     _same(x.grad, _wide(np.divide, g, 0.37, dt))
+    # one node, as PyTorch's, not a float32 op between two casts
+    assert y.grad_fn.name() == "DivBackward0"
+    assert [f and f.name() for f, _ in y.grad_fn.next_functions] == ["AccumulateGrad", None]
+    assert (x * 0.1).grad_fn.name() == (0.1 * x).grad_fn.name() == "MulBackward0"
+    z = x * 1.0
+    z.mul_(2.5)
+    assert z.grad_fn.name() == "MulBackward0"
+    with torcia.no_grad():
+        assert not (x * 0.1).requires_grad
+    assert torcia.is_grad_enabled()
+
+
+@pytest.mark.parametrize("name", _dtypes())
+def test_half_precision_scalar_rule_holds_in_forward_mode(name):
+    fwd = pytest.importorskip("torcia.autograd.forward_ad")
+    dt = _np_dtype(name)
+    v, t = _finite(name), np.linspace(-2, 2, _finite(name).size).astype(dt)
+    with fwd.dual_level():
+        y = fwd.make_dual(torcia.tensor(v), torcia.tensor(t)) * 0.1
+        primal, tangent = fwd.unpack_dual(y)
+    _same(primal, _wide(np.multiply, v, 0.1, dt))
+    _same(tangent, _wide(np.multiply, t, 0.1, dt))
 
 
 @pytest.mark.parametrize("name", _dtypes())

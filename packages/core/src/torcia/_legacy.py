@@ -8,8 +8,38 @@ of class :class:`torcia.Tensor`.
 
 from __future__ import annotations
 
+import numpy as np
+
 from torcia import _dtype as D
-from torcia._tensor import Tensor, _legacy_new
+from torcia._size import Size
+from torcia._tensor import FACTORIES as _FACTORIES
+from torcia._tensor import Tensor
+
+
+def legacy_new(dtype, args, device_=None):
+    """PyTorch's legacy constructor ``torch.Tensor(*sizes)`` / ``torch.Tensor(data)`` (and
+    ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
+    if not args or all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                           for a in args):
+        return _FACTORIES.empty(*[int(a) for a in args] or [0], dtype=dtype, device=device_)
+    if len(args) > 1:
+        raise TypeError(f"new() received an invalid combination of arguments: expected sizes "
+                        f"(ints) or one sequence of data, got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    data = args[0]
+    if isinstance(data, Size):
+        return _FACTORIES.empty(*data, dtype=dtype, device=device_)
+    if isinstance(data, Tensor):
+        if data.dtype is not dtype:
+            raise TypeError(f"expected a {dtype} tensor (got {data.dtype}); convert it with "
+                            f".to({dtype})")
+        return data
+    if isinstance(data, (int, float, bool, np.generic)):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    return _FACTORIES.tensor(data, dtype=dtype, device=device_)
+
+
+_FACTORIES.legacy = legacy_new
 
 
 class _LegacyTensorType(type):
@@ -17,7 +47,7 @@ class _LegacyTensorType(type):
 
     def __call__(cls, *args, device=None):
         dev = device if device is not None else cls.device_type
-        return _legacy_new(cls.dtype, args, None if dev == "cpu" else dev)
+        return legacy_new(cls.dtype, args, None if dev == "cpu" else dev)
 
     def __instancecheck__(cls, obj):
         return (isinstance(obj, Tensor) and obj.dtype is cls.dtype
@@ -65,4 +95,4 @@ def new(self, *args, **kwargs):
     >>> x.new([1, 2]), x.new(2, 3).shape
     (tensor([1., 2.], dtype=torcia.float64), torcia.Size([2, 3]))
     """
-    return _legacy_new(self.dtype, args, kwargs.get("device", self.device))
+    return legacy_new(self.dtype, args, kwargs.get("device", self.device))

@@ -59,8 +59,9 @@ AUTOCAST = _AutocastState()
 
 # Filled in from above as those modules load, so that this one imports none of them.
 #: ``tensor``, ``empty`` and ``rebuild`` (the unpickler), what Tensor's methods make tensors
-#: with: torcia._creation sets them (torcia imports it before any tensor exists)
-FACTORIES = types.SimpleNamespace(tensor=None, empty=None, rebuild=None)
+#: with: torcia._creation sets them (torcia imports it before any tensor exists); ``legacy``,
+#: ``torcia.Tensor(*sizes or data)``'s constructor, torcia._legacy sets
+FACTORIES = types.SimpleNamespace(tensor=None, empty=None, rebuild=None, legacy=None)
 #: ``load()`` imports and returns torcia.overrides, PyTorch's __torch_function__ protocol,
 #: which loads with the first Tensor subclass, not with import torcia (torcia's __init__,
 #: above both modules, sets it)
@@ -156,7 +157,7 @@ class Tensor:
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and not kwargs.get("_internal"):
-            return _legacy_new(D.get_default_dtype(), args, kwargs.get("device"))
+            return FACTORIES.legacy(D.get_default_dtype(), args, kwargs.get("device"))
         return object.__new__(cls)
 
     def __init_subclass__(cls, **kwargs):
@@ -963,6 +964,16 @@ def _decomposed_with_formula(op, decomposition, inputs, params):
     return result
 
 
+def _in_float32(op, a, b, dt, float_op):
+    """``op`` of a float16 or bfloat16 tensor ``a`` and a number ``b`` (D.scalar_operand):
+    computed in float32, the number a float32, and rounded back to ``dt``, as PyTorch; one
+    node, as its (MulBackward0, not a float32 product between two casts)."""
+    if a._requires_grad and _GRAD.enabled:
+        return _decomposed_with_formula(
+            op, lambda x, y: _in_float32(op, x, y, dt, float_op), (a, b), {})
+    return binary(op, a.float(), b, float_op).to(dt)
+
+
 def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
     if a.__class__ is not Tensor:
@@ -1012,8 +1023,8 @@ def binary(op: str, a, b, float_op: bool = False):
         b_grad = b._requires_grad
     elif b.__class__ in (float, int, bool, complex):
         dt, bd = D.scalar_operand(dt, b, op)
-        if bd is None:  # in float32, as PyTorch
-            return binary(op, a.float(), b, float_op).to(dt)
+        if bd is None:
+            return _in_float32(op, a, b, dt, float_op)
         b_grad = False
     else:
         return binary(op, a, _as_operand(b, a), float_op)
@@ -1051,8 +1062,8 @@ def _binary_in_modes(modes, op, a, b, float_op):
     if not isinstance(a, Tensor):
         a = _as_operand(a, b)
     ad, bd, b_grad = _promoted(op, a, b, float_op)
-    if bd is None:  # in float32, as PyTorch (D.scalar_operand)
-        return binary(op, a.float(), b, float_op).to(_FROM_NP[ad.dtype])
+    if bd is None:
+        return _in_float32(op, a, b, _FROM_NP[ad.dtype], float_op)
     dev = a._device
     kernels = dev.kernels
     if kernels is None:
@@ -1463,29 +1474,6 @@ _cpp_name = D.cpp_type_name
 
 def canonical_device(dev):
     return DEFAULT_DEVICE[0] if dev is None else canonical(dev)
-
-
-def _legacy_new(dtype, args, device_=None):
-    """PyTorch's legacy constructor ``torch.Tensor(*sizes)`` / ``torch.Tensor(data)`` (and
-    ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
-    if not args or all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
-                           for a in args):
-        return FACTORIES.empty(*[int(a) for a in args] or [0], dtype=dtype, device=device_)
-    if len(args) > 1:
-        raise TypeError(f"new() received an invalid combination of arguments: expected sizes "
-                        f"(ints) or one sequence of data, got "
-                        f"({', '.join(type(a).__name__ for a in args)})")
-    data = args[0]
-    if isinstance(data, Size):
-        return FACTORIES.empty(*data, dtype=dtype, device=device_)
-    if isinstance(data, Tensor):
-        if data.dtype is not dtype:
-            raise TypeError(f"expected a {dtype} tensor (got {data.dtype}); convert it with "
-                            f".to({dtype})")
-        return data
-    if isinstance(data, (int, float, bool, np.generic)):
-        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
-    return FACTORIES.tensor(data, dtype=dtype, device=device_)
 
 
 #: the Python dispatch functions: the reference the native ones are tested against
