@@ -9,10 +9,13 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <dlfcn.h>
@@ -67,7 +70,7 @@ constexpr int64_t kPanelAlign = 16;
 template <typename T>
 void gemm_panels(int threads, int team, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
                  int64_t n, int64_t k, const T* a, blasint lda, const T* b, blasint ldb,
-                 T beta, T* c, blasint ldc) {
+                 T beta, T* c, blasint ldc, T alpha = T(1)) {
   const bool cols = n >= m;
   const int64_t dim = cols ? n : m;
   const int panels = static_cast<int>(std::min<int64_t>(2 * int64_t(std::max(threads, 1)),
@@ -75,7 +78,7 @@ void gemm_panels(int threads, int team, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, 
   // one thread: the library's own call, whatever threads set_blas_threads gave it (MKL's
   // from SLEEPING_WORK), not two halves of it
   if (threads <= 1 || panels < 2) {
-    gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, alpha);
     return;
   }
   const auto bound = [&](int j) {
@@ -86,10 +89,10 @@ void gemm_panels(int threads, int team, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, 
     const int64_t lo = bound(j), size = bound(j + 1) - lo;
     if (cols)
       gemm<T>(ta, tb, m, size, k, a, lda, tb == CblasNoTrans ? b + lo : b + lo * ldb, ldb,
-              beta, c + lo, ldc);
+              beta, c + lo, ldc, alpha);
     else
       gemm<T>(ta, tb, size, n, k, ta == CblasNoTrans ? a + lo * lda : a + lo, lda, b, ldb,
-              beta, c + lo * ldc, ldc);
+              beta, c + lo * ldc, ldc, alpha);
   };
 #pragma omp parallel num_threads(std::min(team, panels)) if (team > 1)
   grid.run(work);
@@ -126,6 +129,27 @@ int64_t batch_offset(const py::array& a, const std::vector<int64_t>& lead, int64
     i /= lead[d];
   }
   return off;
+}
+
+// The dtype of the product's operands: a's, float32 or float64, which b must share.
+py::dtype product_dtype(const std::string& fn, const std::string& a_name, const py::array& a,
+                        const std::string& b_name, const py::array& b) {
+  const py::dtype dt = a.dtype();
+  if (!torcia_checks::is_dtype<float>(dt) && !torcia_checks::is_dtype<double>(dt))
+    throw std::runtime_error(fn + ": " + a_name + " must be float32 or float64, got " +
+                             std::string(py::str(dt)));
+  if (!torcia_checks::same_dtype(b.dtype(), dt))
+    throw std::runtime_error(fn + ": " + b_name + " has dtype " +
+                             std::string(py::str(b.dtype())) + ", " + a_name + " has " +
+                             std::string(py::str(dt)));
+  return dt;
+}
+
+// BLAS takes its sizes as 32-bit integers
+void check_blas_range(const std::string& fn, int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kLimit = (int64_t(1) << 31) - 1;
+  if (m > kLimit || n > kLimit || k > kLimit)
+    throw std::runtime_error(fn + ": a matrix dimension exceeds BLAS's 32-bit range");
 }
 
 template <typename T>
@@ -193,13 +217,7 @@ py::array matmul_batched(const py::array& a, const py::array& b, int threads, in
   if (b.ndim() != a.ndim())
     throw std::runtime_error(fn + ": b has " + std::to_string(b.ndim()) + " dims, a has " +
                              std::to_string(a.ndim()));
-  const py::dtype dt = a.dtype();
-  if (!torcia_checks::is_dtype<float>(dt) && !torcia_checks::is_dtype<double>(dt))
-    throw std::runtime_error(fn + ": a must be float32 or float64, got " +
-                             std::string(py::str(dt)));
-  if (!torcia_checks::same_dtype(b.dtype(), dt))
-    throw std::runtime_error(fn + ": b has dtype " + std::string(py::str(b.dtype())) +
-                             ", a has " + std::string(py::str(dt)));
+  const py::dtype dt = product_dtype(fn, "a", a, "b", b);
   const int64_t nd = a.ndim();
   std::vector<int64_t> lead;
   std::vector<py::ssize_t> shape;
@@ -217,9 +235,7 @@ py::array matmul_batched(const py::array& a, const py::array& b, int threads, in
     throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
                              torcia_checks::shape_of(b) +
                              " (a's last dim must be b's second last)");
-  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
-  if (m > kMax || n > kMax || k > kMax)
-    throw std::runtime_error(fn + ": a matrix dimension exceeds BLAS's 32-bit range");
+  check_blas_range(fn, m, n, k);
   shape.push_back(m);
   shape.push_back(n);
   py::array out(dt, shape);
@@ -250,21 +266,13 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias,
                                               torcia_checks::shape_of(x));
   if (w.ndim() != 2) throw std::runtime_error(fn + ": weight must be 2-D, got " +
                                               torcia_checks::shape_of(w));
-  const py::dtype dt = x.dtype();
-  if (!torcia_checks::is_dtype<float>(dt) && !torcia_checks::is_dtype<double>(dt))
-    throw std::runtime_error(fn + ": x must be float32 or float64, got " +
-                             std::string(py::str(dt)));
-  if (!torcia_checks::same_dtype(w.dtype(), dt))
-    throw std::runtime_error(fn + ": weight has dtype " + std::string(py::str(w.dtype())) +
-                             ", x has " + std::string(py::str(dt)));
+  const py::dtype dt = product_dtype(fn, "x", x, "weight", w);
   const int64_t m = x.shape(0), k = x.shape(1), n = w.shape(0);
   if (w.shape(1) != k)
     throw std::runtime_error(fn + ": x has shape " + torcia_checks::shape_of(x) +
                              ", weight has " + torcia_checks::shape_of(w) +
                              " (their last dims must be equal)");
-  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
-  if (m > kMax || n > kMax || k > kMax)
-    throw std::runtime_error(fn + ": a matrix dimension exceeds BLAS's 32-bit range");
+  check_blas_range(fn, m, n, k);
   const void* bp = nullptr;
   if (!bias.is_none()) {
     if (!py::isinstance<py::array>(bias))
@@ -310,6 +318,59 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias,
                         static_cast<const double*>(w.data()), lw.ld, 1.0,
                         reinterpret_cast<double*>(op), n);
   return out;
+}
+
+// addmm(c, a, b, alpha, beta, threads, team) -> c = alpha a b + beta c, written in place
+// and returned: a (m, k) and b (k, n) float32 or float64 matrices with a unit stride along
+// one dim; c (m, n) C-contiguous and writable, of their dtype, holding the input already
+// broadcast (its values unread where beta is 0). PyTorch's addmm so: the input copied into
+// the result, then one GEMM with alpha and beta, whose scaling inside the kernel rounds as
+// PyTorch's does.
+py::array addmm(py::array c, const py::array& a, const py::array& b, double alpha,
+                double beta, int threads, int team) {
+  const std::string fn = "addmm";
+  if (threads < 1 || team < 1)
+    throw std::runtime_error(fn + ": threads and team must be at least 1");
+  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2)
+    throw std::runtime_error(fn + ": c, a and b must be 2-D, got " +
+                             torcia_checks::shape_of(c) + ", " + torcia_checks::shape_of(a) +
+                             " and " + torcia_checks::shape_of(b));
+  const py::dtype dt = product_dtype(fn, "a", a, "b", b);
+  torcia_checks::like(fn, "c", c, "a", a);
+  if (!c.writeable()) throw std::runtime_error(fn + ": c must be writable");
+  const int64_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
+  if (b.shape(0) != k || c.shape(0) != m || c.shape(1) != n)
+    throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b " +
+                             torcia_checks::shape_of(b) + ", c " + torcia_checks::shape_of(c) +
+                             " (expected (m, k), (k, n), (m, n))");
+  check_blas_range(fn, m, n, k);
+  const bool single = torcia_checks::is_dtype<float>(dt);
+  for (const double v : {alpha, beta})
+    if (single && std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
+      throw std::runtime_error(fn + ": alpha and beta must be in float32's range");
+  if (c.size() == 0) return c;
+  Layout la{CblasNoTrans, 1}, lb{CblasNoTrans, 1};
+  if (k != 0) {
+    la = layout_of(fn, "a", a);
+    lb = layout_of(fn, "b", b);
+  }
+  py::gil_scoped_release release;
+  const auto run = [&](auto* out, const auto* ap, const auto* bp) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(ap)>>;
+    if (k == 0) {  // no product: beta c, and zeros where beta is 0 (BLAS's rule)
+      for (int64_t i = 0; i < m * n; ++i) out[i] = beta == 0 ? T(0) : T(beta) * out[i];
+      return;
+    }
+    gemm_panels<T>(threads, team, la.trans, lb.trans, m, n, k, ap, la.ld, bp, lb.ld, T(beta),
+                   out, n, T(alpha));
+  };
+  if (single)
+    run(static_cast<float*>(c.mutable_data()), static_cast<const float*>(a.data()),
+        static_cast<const float*>(b.data()));
+  else
+    run(static_cast<double*>(c.mutable_data()), static_cast<const double*>(a.data()),
+        static_cast<const double*>(b.data()));
+  return c;
 }
 
 }  // namespace
@@ -391,6 +452,8 @@ void define_blas(py::module_& m) {
         py::arg("team") = 1);
   m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"),
         py::arg("threads") = 1, py::arg("team") = 1);
+  m.def("addmm", &addmm, py::arg("c"), py::arg("a"), py::arg("b"), py::arg("alpha"),
+        py::arg("beta"), py::arg("threads") = 1, py::arg("team") = 1);
   m.def("set_blas_threads", [](int n) { torcia_blas::table.set_threads(std::max(1, n)); },
         py::arg("n"));
   m.def("use_mkl", &use_mkl, py::arg("path"));

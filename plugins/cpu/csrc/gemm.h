@@ -65,46 +65,52 @@ extern dnnl_gemm_u8s8s32_t dnnl_gemm_u8s8s32;
 }  // namespace torcia_blas
 
 inline void gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, const float* a, blasint lda,
-                 const float* x, blasint incx, float beta, float* y, blasint incy) {
-  torcia_blas::table.sgemv(CblasRowMajor, t, m, n, 1.0f, a, lda, x, incx, beta, y, incy);
+                 const float* x, blasint incx, float beta, float* y, blasint incy,
+                 float alpha) {
+  torcia_blas::table.sgemv(CblasRowMajor, t, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
 inline void gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, const double* a, blasint lda,
-                 const double* x, blasint incx, double beta, double* y, blasint incy) {
-  torcia_blas::table.dgemv(CblasRowMajor, t, m, n, 1.0, a, lda, x, incx, beta, y, incy);
+                 const double* x, blasint incx, double beta, double* y, blasint incy,
+                 double alpha) {
+  torcia_blas::table.dgemv(CblasRowMajor, t, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
 inline void gemm_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,
                       const float* a, blasint lda, const float* b, blasint ldb, float beta,
-                      float* c, blasint ldc) {
-  torcia_blas::table.sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+                      float* c, blasint ldc, float alpha) {
+  torcia_blas::table.sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                           ldc);
 }
 
 inline void gemm_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,
                       const double* a, blasint lda, const double* b, blasint ldb, double beta,
-                      double* c, blasint ldc) {
-  torcia_blas::table.dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+                      double* c, blasint ldc, double alpha) {
+  torcia_blas::table.dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                           ldc);
 }
 
-// C = A B + beta C. A product with one row (a decoding step's projections) or one column
-// is a matrix-vector product: GEMV, which OpenBLAS runs 3-9x faster than its GEMM of that
-// shape (a 1 x 768 by 768 x 2304 product: 0.52 -> 0.18 ms on one thread)
+// C = alpha A B + beta C. A product with one row (a decoding step's projections) or one
+// column is a matrix-vector product: GEMV, which OpenBLAS runs 3-9x faster than its GEMM of
+// that shape (a 1 x 768 by 768 x 2304 product: 0.52 -> 0.18 ms on one thread), and
+// PyTorch calls too
 template <typename T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const T* a,
-          blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc) {
+          blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc, T alpha = T(1)) {
   if (m == 1 && n > 1 && k > 0) {
     // c (1, n) = a (1, k) op(b): op(b)^T a, a's elements lda apart when it is transposed
     gemv(tb == CblasNoTrans ? CblasTrans : CblasNoTrans, tb == CblasNoTrans ? k : n,
-         tb == CblasNoTrans ? n : k, b, ldb, a, ta == CblasNoTrans ? 1 : lda, beta, c, 1);
+         tb == CblasNoTrans ? n : k, b, ldb, a, ta == CblasNoTrans ? 1 : lda, beta, c, 1,
+         alpha);
     return;
   }
   if (n == 1 && m > 1 && k > 0) {
     // c (m, 1) = op(a) b (k, 1), c's elements ldc apart
     gemv(ta, ta == CblasNoTrans ? m : k, ta == CblasNoTrans ? k : m, a, lda, b,
-         tb == CblasNoTrans ? ldb : 1, beta, c, ldc);
+         tb == CblasNoTrans ? ldb : 1, beta, c, ldc, alpha);
     return;
   }
-  gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  gemm_call(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, alpha);
 }
 
 // count products C_i = A_i B_i + beta C_i, operand i at A + i * sa (and B, C alike), in one

@@ -356,6 +356,77 @@ def test_linear_and_addmm_on_every_layout(dtype):
             _same(NAT.addmm(c, a, m, beta, alpha), REF.addmm(c, a, m, beta, alpha), dtype)
 
 
+def _pytorch():
+    try:
+        import torch as real
+    except ImportError:
+        return None
+    return real if getattr(real, "Tensor", None) is not torcia.Tensor else None
+
+
+@pytest.mark.parametrize("mkn", [(5, 7, 3), (16, 32, 8), (64, 64, 64), (33, 100, 17),
+                                 (128, 256, 64)], ids=str)
+def test_addmm_with_alpha_and_beta_gives_pytorchs_bits_on_mkl(mkn):
+    # PyTorch copies the input into the result and hands alpha and beta to one GEMM, which
+    # scales inside its kernel: on the same library and one thread, its bits
+    torch = _pytorch()
+    if torch is None or "Math Kernel Library" not in torcia_cpu.blas_library():
+        pytest.skip("needs PyTorch, and MKL as the plugin's BLAS")
+    m, k, n = mkn
+    threads = torch.get_num_threads(), torcia.get_num_threads()
+    torch.set_num_threads(1)
+    torcia.set_num_threads(1)
+    try:
+        a, b = _rand((m, k), np.float32), _rand((k, n), np.float32)
+        for c in (_rand((m, n), np.float32), _rand((n,), np.float32), _rand((m, 1), np.float32)):
+            for alpha, beta in ((0.3, 0.7), (0.3, 1), (1, 0.7), (2.5, 0), (-1.7, -0.1)):
+                want = torch.addmm(*map(torch.from_numpy, (c, a, b)), alpha=alpha, beta=beta)
+                got = torcia.addmm(*map(torcia.from_numpy, (c, a, b)), alpha=alpha, beta=beta)
+                np.testing.assert_array_equal(got.numpy(), want.numpy())
+    finally:
+        torch.set_num_threads(threads[0])
+        torcia.set_num_threads(threads[1])
+
+
+F32 = np.ones((4, 3), np.float32)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((F32, F32, F32.T.copy(), 1.0, 1.0), "a has shape (4, 3), b (3, 4), c (4, 3)"),
+    ((F32.astype(np.int64), F32, F32[:3].copy(), 1.0, 1.0), "c must be float32 or float64"),
+    ((F32.T.copy().T, F32[:, :3].copy(), F32[:3].copy(), 1.0, 1.0), "c must be C-contiguous"),
+    ((F32, F32.astype(np.int32), F32[:3].copy(), 1.0, 1.0), "a must be float32 or float64"),
+    ((F32, F32, F32[:3].astype(np.float64), 1.0, 1.0), "b has dtype float64, a has float32"),
+    ((F32, F32[:, :2].copy(), F32[:3].copy(), 1.0, 1.0), "(expected (m, k), (k, n), (m, n))"),
+    ((F32[0], F32, F32, 1.0, 1.0), "must be 2-D"),
+    ((F32, F32, F32[:3].copy(), 1e300, 1.0), "alpha and beta must be in float32's range"),
+    ((F32, F32[:, ::2], F32[:2].copy(), 1.0, 1.0), "no unit stride"),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_native_addmm_refuses_bad_arguments(args, message):
+    with pytest.raises(RuntimeError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        _native.addmm(*args)
+    readonly = F32.copy()
+    readonly.flags.writeable = False
+    with pytest.raises(RuntimeError, match="c must be writable"):
+        _native.addmm(readonly, F32, F32[:3].copy(), 1.0, 1.0)
+
+
+def test_native_addmm_writes_c_in_place_and_ignores_it_where_beta_is_0():
+    c = np.full((4, 3), np.nan, np.float32)
+    out = _native.addmm(c, F32, F32[:3].copy(), 2.0, 0.0)
+    assert out is c or np.shares_memory(out, c)
+    np.testing.assert_array_equal(out, np.full((4, 3), 6.0, np.float32))
+    # an empty inner dimension: beta * c, zeros for beta 0
+    c = np.full((4, 3), 2.0)
+    np.testing.assert_array_equal(_native.addmm(c, np.ones((4, 0)), np.ones((0, 3)), 1.0, 0.5),
+                                  np.ones((4, 3)))
+    # the kernel leaves its input alone
+    inp = _rand((3,), np.float32)
+    before = inp.copy()
+    NAT.addmm(inp, _rand((4, 5), np.float32), _rand((5, 3), np.float32), 0.5, 2.0)
+    np.testing.assert_array_equal(inp, before)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_linear_writes_its_bias_rows_on_any_thread_count(bias):
     # an output of several blocks of rows for the bias (or zeros), one of 2 and one of 1

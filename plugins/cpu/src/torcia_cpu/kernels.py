@@ -118,6 +118,18 @@ class NativeKernels:
         if beta == 1 and alpha == 1 and a.ndim == 2 and c.ndim == 1 and _rows_product(a, b) \
                 and _native_ok(a, c) and c.shape == b.shape[1:]:
             return self.linear(a, b.T, c)
+        if a.ndim == 2 and _rows_product(a, b) and _native_ok(a, c):
+            # as PyTorch: the input copied into the result, then one GEMM given alpha and
+            # beta, which scales inside the kernel (a product scaled after it rounds twice)
+            shape = (a.shape[0], b.shape[1])
+            if beta != 0 and c.shape == shape:
+                out = c.copy()  # 1 us below a broadcasting assignment's
+            else:
+                out = np.empty(shape, a.dtype)
+                if beta != 0:
+                    out[...] = c
+            return _product(_blas.product_work(*a.shape, shape[1]), _native.addmm, out,
+                            _gemm_ready(a), _gemm_ready(b), float(alpha), float(beta))
         if not _blas.wide(a, b):
             return _FALLBACK.addmm(c, a, b, beta, alpha)
         with _blas.parallel():
