@@ -979,34 +979,12 @@ py::tuple lstm_cell_backward(carray<T> gh, carray<T> gc, carray<T> act, carray<T
 
 // ----- softmax over the last dimension ------------------------------------------------
 
-// Sum with eight accumulators: the additions are independent, so they overlap rather
-// than wait on each other (and the compiler may not reorder float sums itself).
-template <typename T>
-static TORCIA_INLINE T sum8(const T* __restrict__ x, int64_t n) {
-  T acc[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int u = 0; u < 8; ++u) acc[u] += x[k + u];
-  T total = 0;
-  for (; k < n; ++k) total += x[k];
-  for (int u = 0; u < 8; ++u) total += acc[u];
-  return total;
-}
-
 // One row: out = exp(x - max) and its sum; NaN propagates through the sum to the row.
 template <typename T>
 static TORCIA_INLINE T exp_shifted_row(const T* __restrict__ x, T* __restrict__ out,
                                        int64_t n, T* max_out) {
-  // eight running maxima, like sum8's sums: a single one would be a chain of selects
-  T lanes[8];
-  for (int u = 0; u < 8; ++u) lanes[u] = -std::numeric_limits<T>::infinity();
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8)
-    for (int u = 0; u < 8; ++u) lanes[u] = x[k + u] > lanes[u] ? x[k + u] : lanes[u];
-  T m = -std::numeric_limits<T>::infinity();
-  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
-  for (int u = 0; u < 8; ++u) m = lanes[u] > m ? lanes[u] : m;
-  for (k = 0; k < n; ++k) out[k] = exp_approx(x[k] - m);
+  const T m = max8(x, n, -std::numeric_limits<T>::infinity());
+  for (int64_t k = 0; k < n; ++k) out[k] = exp_approx(x[k] - m);
   *max_out = m;
   return sum8(out, n);
 }

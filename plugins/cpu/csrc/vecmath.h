@@ -89,6 +89,35 @@ static TORCIA_INLINE float exp_full(float x) {
 
 static TORCIA_INLINE double exp_full(double x) { return std::exp(x); }
 
+// Sum with eight accumulators: the additions are independent, so they overlap rather
+// than wait on each other (and the compiler may not reorder float sums itself).
+template <typename T>
+static TORCIA_INLINE T sum8(const T* __restrict__ x, int64_t n) {
+  T acc[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int u = 0; u < 8; ++u) acc[u] += x[k + u];
+  T total = 0;
+  for (; k < n; ++k) total += x[k];
+  for (int u = 0; u < 8; ++u) total += acc[u];
+  return total;
+}
+
+// The largest of start and x[0, n) with eight running maxima, like sum8's sums (a single
+// one would be a chain of selects); a NaN loses every comparison, so it is passed over.
+template <typename T>
+static TORCIA_INLINE T max8(const T* __restrict__ x, int64_t n, T start) {
+  T lanes[8];
+  for (int u = 0; u < 8; ++u) lanes[u] = start;
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int u = 0; u < 8; ++u) lanes[u] = x[k + u] > lanes[u] ? x[k + u] : lanes[u];
+  T m = start;
+  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
+  for (int u = 0; u < 8; ++u) m = lanes[u] > m ? lanes[u] : m;
+  return m;
+}
+
 // exp for any float x; double keeps std::exp.
 static TORCIA_INLINE float exp_approx(float x) {
   // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
