@@ -356,6 +356,17 @@ def test_linear_and_addmm_on_every_layout(dtype):
             _same(NAT.addmm(c, a, m, beta, alpha), REF.addmm(c, a, m, beta, alpha), dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_batched_products_are_the_references_loop(dtype):
+    # under 400 multiply-adds a matrix PyTorch sums in its own loop, which the reference
+    # follows: the same bits, not BLAS's
+    for sa, sb in (((3, 4, 5), (3, 5, 3)), ((2, 1, 19, 21), (1, 3, 21, 1)),
+                   ((3, 1, 399), (3, 399, 1))):
+        a, b = _rand(sa, dtype), _rand(sb, dtype)
+        np.testing.assert_array_equal(NAT.matmul(a, b), REF.matmul(a, b))
+        np.testing.assert_array_equal(NAT.bmm(a, b), REF.bmm(a, b))
+
+
 def _pytorch():
     try:
         import torch as real

@@ -93,6 +93,9 @@ class NativeKernels:
             # two small C-contiguous matrices (most calls): the product the row path below
             # would make, without its per-call checks, which cost ten times this GEMM
             return _native.matmul_batched(a, b)
+        if a.ndim > 2 and b.ndim > 2 and a.shape[-2] * a.shape[-1] * b.shape[-1] < 400:
+            # PyTorch's loop for batches of matrices this small (the reference's)
+            return _FALLBACK.matmul(a, b)
         if _small_batch(a, b):
             # threads over the batch, one single-threaded GEMM per matrix, in C++: the
             # attention products of a transformer (64 matrices of 64x64x32 a step); their

@@ -81,6 +81,9 @@ class Kernels:
 
     def matmul(self, a, b):
         xp = self.xp
+        if a.ndim > 2 and b.ndim > 2 and xp is np and D.np_floating(a.dtype) and (
+                a.shape[-2] * a.shape[-1] * b.shape[-1] < LOOPED_WORK):
+            return _looped_product(a, b)
         if a.ndim > 2 and b.ndim == 2:
             # one GEMM over all rows: NumPy runs a batch against a transposed 2-D operand
             # in a slow loop (30x slower measured for (32, 64, 128) @ (128, 384).T)
@@ -122,6 +125,26 @@ class Kernels:
         if beta == 0:
             return prod
         return prod + (c if beta == 1 else beta * c)
+
+
+#: PyTorch's batched products (bmm, and matmul of two batches) of fewer multiply-adds a
+#: matrix than this run its own loop rather than BLAS (bmm_out_or_baddbmm_)
+LOOPED_WORK = 400
+
+
+def _looped_product(a, b):
+    """A batched product as PyTorch's loop for small matrices computes it: each element
+    summed from zero over the inner dim in order, a product and a sum rounded at each
+    step (no fused multiply-add), in float32 for float16 and bfloat16; BLAS's blocked
+    sums differ in the last bits of about half the elements."""
+    dtype = a.dtype
+    work = np.dtype(np.float32) if low_precision(a) else dtype
+    a, b = a.astype(work, copy=False), b.astype(work, copy=False)
+    out = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                   + (a.shape[-2], b.shape[-1]), work)
+    for k in range(a.shape[-1]):
+        out += a[..., :, k:k + 1] * b[..., k:k + 1, :]
+    return out.astype(dtype, copy=False)
 
 
 def _blas_ready(xp, x):
