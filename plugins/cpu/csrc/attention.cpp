@@ -64,8 +64,8 @@ struct Views {
 // s[r, c] = scale * (the block's scores) masked: -inf where the mask or causality forbids
 // (query i0 + r, key j0 + c), plus an additive mask; nk keys per row, ld the row stride
 template <typename T>
-TORCIA_CLONES_WIDE void mask_scores(const Geometry& g, int64_t bi, int64_t h, int64_t i0, int64_t rows,
-                 int64_t j0, int64_t nk, T* s, int64_t ld) {
+TORCIA_CLONES_WIDE void mask_scores(const Geometry& g, int64_t bi, int64_t h, int64_t i0,
+                                    int64_t rows, int64_t j0, int64_t nk, T* s, int64_t ld) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const T scale = T(g.scale);
   for (int64_t r = 0; r < rows; ++r) {
@@ -201,7 +201,8 @@ void probabilities(const Geometry& g, const T* q, const T* k, const T* lse, int6
 
 // ds = p (dp - d) scale, in place of dp
 template <typename T>
-TORCIA_CLONES_WIDE void score_grads(const T* p, T* dp, const T* d, int64_t rows, int64_t nk, T scale) {
+TORCIA_CLONES_WIDE void score_grads(const T* p, T* dp, const T* d, int64_t rows, int64_t nk,
+                                    T scale) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < nk; ++c)
       dp[r * kKeys + c] = p[r * kKeys + c] * (dp[r * kKeys + c] - d[r]) * scale;

@@ -345,9 +345,10 @@ py::array addmm(py::array c, const py::array& a, const py::array& b, double alph
                              " (expected (m, k), (k, n), (m, n))");
   check_blas_range(fn, m, n, k);
   const bool single = torcia_checks::is_dtype<float>(dt);
-  for (const double v : {alpha, beta})
-    if (single && std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
-      throw std::runtime_error(fn + ": alpha and beta must be in float32's range");
+  if (single) {
+    torcia_checks::float32_scalar(fn, "alpha", alpha);
+    torcia_checks::float32_scalar(fn, "beta", beta);
+  }
   if (c.size() == 0) return c;
   Layout la{CblasNoTrans, 1}, lb{CblasNoTrans, 1};
   if (k != 0) {

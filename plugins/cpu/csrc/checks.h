@@ -5,7 +5,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -75,6 +77,13 @@ inline void same(const std::string& fn, const std::string& name, const py::array
   if (!equal)
     throw std::runtime_error(fn + ": " + name + " has shape " + shape_of(a) + ", " + ref_name +
                              " has " + shape_of(ref));
+}
+
+// A double passed for a float32 computation: a finite one beyond float's range has no
+// float value to convert to.
+inline void float32_scalar(const std::string& fn, const std::string& name, double v) {
+  if (std::isfinite(v) && std::fabs(v) > std::numeric_limits<float>::max())
+    throw std::runtime_error(fn + ": " + name + " is outside float32's range");
 }
 
 }  // namespace torcia_checks

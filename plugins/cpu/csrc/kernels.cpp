@@ -898,9 +898,7 @@ py::array index_add_rows(const py::array& a, const py::array& index, const py::a
       fail(fn, "index holds " + std::to_string(idx[i]) + ", out of range for size " +
                    std::to_string(n));
   const bool single = torcia_checks::is_dtype<float>(a.dtype());
-  // a double outside float's range has no float value to convert to
-  if (single && std::isfinite(alpha) && std::fabs(alpha) > std::numeric_limits<float>::max())
-    fail(fn, "alpha is outside float32's range");
+  if (single) torcia_checks::float32_scalar(fn, "alpha", alpha);
   py::array out(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
   if (single)
     index_add_run(static_cast<const float*>(a.data()), idx,
