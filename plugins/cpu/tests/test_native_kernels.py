@@ -377,7 +377,7 @@ def _pytorch():
 
 @pytest.mark.parametrize("mkn", [(5, 7, 3), (16, 32, 8), (64, 64, 64), (33, 100, 17),
                                  (128, 256, 64)], ids=str)
-def test_addmm_with_alpha_and_beta_gives_pytorchs_bits_on_mkl(mkn):
+def test_addmm_and_baddbmm_with_alpha_and_beta_give_pytorchs_bits_on_mkl(mkn):
     # PyTorch copies the input into the result and hands alpha and beta to one GEMM, which
     # scales inside its kernel: on the same library and one thread, its bits
     torch = _pytorch()
@@ -394,6 +394,16 @@ def test_addmm_with_alpha_and_beta_gives_pytorchs_bits_on_mkl(mkn):
                 want = torch.addmm(*map(torch.from_numpy, (c, a, b)), alpha=alpha, beta=beta)
                 got = torcia.addmm(*map(torcia.from_numpy, (c, a, b)), alpha=alpha, beta=beta)
                 np.testing.assert_array_equal(got.numpy(), want.numpy())
+        # baddbmm: one such GEMM a matrix, for either dtype (PyTorch's loop below 400
+        # multiply-adds a matrix: the reference's, tested in torcia-core)
+        for dtype in (np.float32, np.float64):
+            a, b = _rand((3, m, k), dtype), _rand((3, k, n), dtype)
+            for c in (_rand((3, m, n), dtype), _rand((n,), dtype), _rand((1, m, 1), dtype)):
+                for alpha, beta in ((0.3, 0.7), (0.3, 1), (1, 0.7), (2.5, 0), (1, 1)):
+                    args = (c, a, b)
+                    want = torch.baddbmm(*map(torch.from_numpy, args), alpha=alpha, beta=beta)
+                    got = torcia.baddbmm(*map(torcia.from_numpy, args), alpha=alpha, beta=beta)
+                    np.testing.assert_array_equal(got.numpy(), want.numpy())
     finally:
         torch.set_num_threads(threads[0])
         torcia.set_num_threads(threads[1])

@@ -67,6 +67,17 @@ def test_add_and_sub_with_alpha_scale_the_other_operand(tmp_path):
            (torcia.randn(4, 3), torcia.randn(4, 3)))
 
 
+def test_addmm_and_baddbmm_with_alpha_and_beta(tmp_path):
+    class Scaled(nn.Module):
+        def forward(self, c, a, b):
+            # baddbmm is addmm over batches, which ONNX's Gemm does not take
+            return (torcia.baddbmm(c, a, b, beta=0.5, alpha=2.0) + torcia.baddbmm(c, a, b)
+                    + torcia.baddbmm(c, a, b, beta=0) + torcia.addmm(c[0], a[0], b[0], beta=3))
+
+    _check(Scaled(), (torcia.randn(2, 3, 4), torcia.randn(2, 3, 5), torcia.randn(2, 5, 4)),
+           tmp_path / "baddbmm.onnx", dynamic=False)
+
+
 def test_embedding_lstm_and_attention(tmp_path):
     torcia.manual_seed(1)
 

@@ -180,7 +180,8 @@ def tensor_repr(t) -> str:
     if t.dtype not in default_dtypes:
         extras.append(f"dtype=torcia.{t.dtype.name}")
     if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+        # the class name ("CopySlices" where name() has its C++ namespace), as PyTorch's
+        extras.append(f"grad_fn=<{t.grad_fn.name().rpartition('::')[2]}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
     return prefix + ", ".join([body] + extras) + ")"

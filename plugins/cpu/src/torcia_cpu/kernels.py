@@ -133,6 +133,19 @@ class NativeKernels:
                     out[...] = c
             return _product(_blas.product_work(*a.shape, shape[1]), _native.addmm, out,
                             _gemm_ready(a), _gemm_ready(b), float(alpha), float(beta))
+        if (a.ndim == 3 and b.ndim == 3 and a.shape[1] * a.shape[2] * b.shape[2] >= 400
+                and _native_ok(a, b, c)):
+            # baddbmm: PyTorch's GEMM a matrix (under 400 multiply-adds, its loop: the
+            # reference's), alpha and beta inside the kernel as in addmm above
+            shape = (a.shape[0], a.shape[1], b.shape[2])
+            out = np.empty(shape, a.dtype)
+            if beta != 0:
+                out[...] = c
+            work = _blas.product_work(*a.shape[1:], shape[2])
+            for i in range(shape[0]):
+                _product(work, _native.addmm, out[i], _gemm_ready(a[i]), _gemm_ready(b[i]),
+                         float(alpha), float(beta))
+            return out
         if not _blas.wide(a, b):
             return _FALLBACK.addmm(c, a, b, beta, alpha)
         with _blas.parallel():

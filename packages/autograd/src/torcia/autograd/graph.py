@@ -90,7 +90,8 @@ class Node:
         return node_name(self.op, self.params, self.metas)
 
     def __repr__(self):
-        return f"<{self.name()} object at {id(self):#x}>"
+        # the class name, as PyTorch's repr: "CopySlices" where name() has its C++ namespace
+        return f"<{self.name().rpartition('::')[2]} object at {id(self):#x}>"
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` after this node runs."""
@@ -266,7 +267,8 @@ class SavedTensor:
 _NAMES = {
     "max_dim": "MaxBackward0", "min_dim": "MinBackward0", "median_dim": "MedianBackward1",
     "mode_dim": "ModeBackward0", "cast": "ToCopyBackward0", "to_device": "ToCopyBackward0",
-    "copy_slices": "CopySlices", "contiguous": "CloneBackward0", "reshape": "ViewBackward0",
+    "copy_slices": "torch::autograd::CopySlices", "contiguous": "CloneBackward0",
+    "reshape": "ViewBackward0",
     "narrow": "SliceBackward0", "take_along_dim": "GatherBackward0", "tile": "RepeatBackward0",
     "square": "PowBackward0", "norm": "LinalgVectorNormBackward0", "detach_view":
     "AliasBackward0", "linalg_inv": "LinalgInvExBackward0", "linalg_solve":
@@ -303,6 +305,8 @@ def node_name(op: str, params: dict, metas) -> str:
         return "ClampBackward1"  # bounds that are numbers (or None): clamp.Scalar's node
     if op in _TENSOR_FORM and len(metas) > _TENSOR_FORM[op] and metas[_TENSOR_FORM[op]]:
         return "".join(p.capitalize() for p in op.split("_")) + "Backward1"
+    if op == "addmm" and len(metas) > 1 and metas[1] is not None and len(metas[1][0]) == 3:
+        return "BaddbmmBackward0"  # baddbmm records addmm over batches
     if op == "matmul" and metas and metas[0] is not None and metas[1] is not None:
         ranks = (len(metas[0][0]), len(metas[1][0]))
         return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
@@ -348,7 +352,7 @@ class AccumulateGrad:
         self.post_hooks = None
 
     def name(self) -> str:
-        return "AccumulateGrad"
+        return "torch::autograd::AccumulateGrad"  # PyTorch's, the C++ class's full name
 
     def __repr__(self):
         return f"<AccumulateGrad object at {id(self):#x}>"

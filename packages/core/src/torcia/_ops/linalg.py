@@ -119,7 +119,15 @@ class Kernels:
         return _keep(self.xp.tensordot(a, b, axes=dims), a)
 
     def addmm(self, c, a, b, beta=1, alpha=1):
-        prod = _keep(a @ b, a)
+        if low_precision(a):
+            # PyTorch scales and adds in float32, where the product was summed, and rounds
+            # once (its GEMM's epilogue, and its loop for small batches): rounded to the
+            # dtype first, then scaled and added in it, 25-65% of elements differed
+            work = self.xp.float32
+            out = self.addmm(c.astype(work), a.astype(work), b.astype(work), work(beta),
+                             work(alpha))
+            return out.astype(a.dtype)
+        prod = self.matmul(a, b)
         if alpha != 1:
             prod = prod * alpha
         if beta == 0:
@@ -533,13 +541,20 @@ def bmm(input, mat2):
     """
     _tensor_operands("bmm", input, mat2, "mat2")
     _matmul_dtype(input, mat2, "bmm")
-    if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}-D and {mat2.ndim}-D)")
-    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+    _batch_shapes(input, mat2)
+    return _opdef.CALL("bmm", (input, mat2), {})
+
+
+def _batch_shapes(batch1, batch2):
+    """PyTorch's refusal of batches that ``bmm`` cannot multiply."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got {batch1.ndim}-D and "
+                           f"{batch2.ndim}-D)")
+    if batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: "
-            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
-    return _opdef.CALL("bmm", (input, mat2), {})
+            f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: "
+            f"[{batch2.shape[0]}, {batch2.shape[1]}].")
 
 
 def dot(input, other):
@@ -675,9 +690,15 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                                f"{_torch_name(a.dtype)} and {_torch_name(b.dtype)}")
     # the bias must expand to the product's shape (expand's own error otherwise)
     _opdef.PUBLIC.expand(input, mat1.shape[0], mat2.shape[1])
-    # beta and alpha in the inputs' dtype: an integer product scales by integers
-    return _opdef.CALL("addmm", (input, mat1, mat2), {"beta": operand_as(beta, mat1.dtype),
-                                                      "alpha": operand_as(alpha, mat1.dtype)})
+    return _opdef.CALL("addmm", (input, mat1, mat2), {"beta": _gemm_scalar(beta, mat1.dtype),
+                                                      "alpha": _gemm_scalar(alpha, mat1.dtype)})
+
+
+def _gemm_scalar(x, dt):
+    """``alpha`` or ``beta`` as PyTorch's products take them: in float32 for float16 and
+    bfloat16 (their opmath; 0.3 rounded to float16 first gave 10-20% of results one step
+    off), else in the inputs' dtype (an integer product scales by integers: 0.5 is 0)."""
+    return operand_as(x, D.float32 if low_precision(dt.to_numpy()) else dt)
 
 
 def _scaled_sum(input, product, beta, alpha):
@@ -785,9 +806,24 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     >>> torcia.baddbmm(torcia.ones(1, 1, 1), torcia.ones(1, 1, 3), torcia.ones(1, 3, 1))
     tensor([[[4.]]])
     """
-    product = bmm(batch1, batch2)
-    _check_out_shape(input, tuple(product.shape), "baddbmm")
-    return _scaled_sum(input, product, beta, alpha)
+    _tensor_operands("baddbmm", batch1, batch2, "batch2")
+    if batch1.ndim == 3 and batch2.ndim == 3:
+        # the input must expand to the result's shape (expand's own error otherwise)
+        _opdef.PUBLIC.expand(input, batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    autocasting = _autocasting(batch1)
+    if input.dtype is not batch1.dtype and not autocasting:
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{D.cpp_type_name(input.dtype)}, batch1: "
+                           f"{D.cpp_type_name(batch1.dtype)}, batch2: "
+                           f"{D.cpp_type_name(batch2.dtype)}")
+    _batch_shapes(batch1, batch2)
+    if batch2.dtype is not batch1.dtype and not autocasting:
+        raise RuntimeError(f"expected scalar type {_torch_name(batch1.dtype)} but found "
+                           f"{_torch_name(batch2.dtype)}")
+    # one op, as PyTorch's: the product scaled and added in its kernel, rounded once
+    return _opdef.CALL("addmm", (input, batch1, batch2),
+                       {"beta": _gemm_scalar(beta, batch1.dtype),
+                        "alpha": _gemm_scalar(alpha, batch1.dtype)})
 
 
 @autocast_as("addbmm")

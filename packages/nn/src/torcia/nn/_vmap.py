@@ -791,19 +791,16 @@ def _dot(ctx, vals, bats, params):
 
 
 def _addmm(ctx, vals, bats, params):
+    """One addmm over the samples, so that it rounds as the op does (scaled and added in
+    its kernel, in float32 for half floats): addmm's matrices or baddbmm's batches, of one
+    rank, broadcast over the sample dim; the input gains size-1 dims up to that rank."""
     c, a, b = vals
-    prod = _matmul(ctx, [a, b], bats[1:], {})
     if not (bats[1] or bats[2]):
-        prod = _expand_dim(prod, 0, ctx.size)
-    beta, alpha = params.get("beta", 1), params.get("alpha", 1)
-    if alpha != 1:
-        prod = ctx.run("mul", prod, alpha)
-    if beta == 0:
-        return prod
-    cc = _pad_front(c, 2 - _lndim(c, True)) if bats[0] else c
-    if beta != 1:
-        cc = ctx.run("mul", cc, beta)
-    return ctx.run("add", prod, cc)
+        # the product carries the samples, also where beta is 0 and the input is ignored
+        a = _expand_dim(a, 0, ctx.size)
+    rank = _lndim(b, bats[2])
+    cc = _pad_front(c, rank - _lndim(c, True)) if bats[0] else c
+    return ctx.run("addmm", cc, a, b, beta=params.get("beta", 1), alpha=params.get("alpha", 1))
 
 
 def _einsum(ctx, vals, bats, params):

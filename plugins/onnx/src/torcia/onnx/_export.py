@@ -300,8 +300,17 @@ def _clamp(g, op, args, p, out):
 @converts("addmm")
 def _addmm(g, op, args, p, out):
     c, a, b = args
-    return g.node("Gemm", [g.value(a), g.value(b), g.value(c)], alpha=float(p["alpha"]),
-                  beta=float(p["beta"]))
+    if a.ndim == 2:
+        return g.node("Gemm", [g.value(a), g.value(b), g.value(c)], alpha=float(p["alpha"]),
+                      beta=float(p["beta"]))
+    # baddbmm: Gemm takes matrices only
+    y = g.node("MatMul", [g.value(a), g.value(b)])
+    if p["alpha"] != 1:
+        y = g.node("Mul", [y, g.value(p["alpha"], a)])
+    if p["beta"] == 0:
+        return y
+    cc = g.value(c) if p["beta"] == 1 else g.node("Mul", [g.value(c), g.value(p["beta"], a)])
+    return g.node("Add", [y, cc])
 
 
 @converts("linear")

@@ -89,8 +89,15 @@ def _(grad, a, b, *, needs_input_grad):
             grad.mT @ _c(a) if needs_input_grad[1] else None)
 
 
-@derivative("addmm", saved_only_for={"a": "b", "b": "a"},
-            names={"c": "self", "a": "mat1", "b": "mat2"})
+def _addmm_names(node):
+    """addmm's operands as PyTorch's node calls them: baddbmm's (BaddbmmBackward0) are
+    batches."""
+    if node.name() == "BaddbmmBackward0":
+        return {"c": "self", "a": "batch1", "b": "batch2"}
+    return {"c": "self", "a": "mat1", "b": "mat2"}
+
+
+@derivative("addmm", saved_only_for={"a": "b", "b": "a"}, names=_addmm_names)
 def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
     # scaling by 1 would cost a full pass (and a node under create_graph)
     gc = (grad if beta == 1 else grad * beta) if needs_input_grad[0] else None
