@@ -359,6 +359,49 @@ def test_node_names_match_torch():
         [repr(n).split()[0] for n in _node_names(torch)]
 
 
+# base[key] = value: (key, value) and the node PyTorch 2.13 gives the base, whether or not
+# it required grad before
+SETITEM = [
+    ("[:]", 5.0, "FillBackward3"), ("[...]", "sum", "FillBackward3"),
+    ("[:]", "row", "torch::autograd::CopyBackwards"),
+    ("[0:3]", "row", "torch::autograd::CopyBackwards"),
+    ("[:, 0:4]", "row", "torch::autograd::CopyBackwards"),
+    ("[0:10]", "row", "torch::autograd::CopyBackwards"),
+    ("[::1, ...]", "row", "torch::autograd::CopyBackwards"),
+    ("[0:2]", "row", "torch::autograd::CopySlices"),
+    ("[-3:]", "row", "torch::autograd::CopySlices"),
+    ("[:, ::2]", "row", "torch::autograd::CopySlices"),
+    ("[0]", 5.0, "torch::autograd::CopySlices"),
+    ("[:, None]", "row", "torch::autograd::CopySlices"),
+    ("[1, ...]", "row", "torch::autograd::CopySlices"),
+    ("[lib.tensor([0])]", 5.0, "IndexPutBackward0"),
+    ("[:, lib.tensor([0])]", "row", "IndexPutBackward0"),
+    ("[lib.tensor([True, False, True])]", "row", "IndexPutBackward0"),
+    ("[[0, 1]]", "row", "IndexPutBackward0"),
+    ("[0:2, lib.tensor([0])]", "row", "torch::autograd::CopySlices"),
+    ("[lib.tensor([0, 1, 2]), 1]", "row", "torch::autograd::CopySlices"),
+]
+
+
+@pytest.mark.parametrize("key, value, name", SETITEM)
+def test_setitem_node_names_as_pytorchs(key, value, name):
+    libs = [torcia]
+    try:
+        import torch
+
+        libs.append(torch)
+    except ImportError:
+        pass
+    for lib in libs:
+        y = lib.ones(4, requires_grad=True) * 2
+        v = {"sum": y.sum(), "row": y[:1]}.get(value, value)
+        for base in (lib.zeros(3, 4, requires_grad=True).clone(), lib.zeros(3, 4)):
+            exec(f"base{key} = v", {"lib": lib, "base": base, "v": v})
+            if base.grad_fn is not None or isinstance(v, lib.Tensor):
+                assert base.grad_fn.name() == name, lib.__name__
+                assert repr(base.grad_fn).startswith(f"<{name.rpartition('::')[2]} object")
+
+
 def _third_order(lib, xs, ws):
     x, w = lib.tensor(xs, requires_grad=True), lib.tensor(ws, requires_grad=True)
     h = lib.tanh(x @ w)

@@ -299,6 +299,8 @@ def node_name(op: str, params: dict, metas) -> str:
         return "".join(p.capitalize() for p in op.split("_")) + "Backward1"
     if op == "getitem":
         return _getitem_name(params["key"])
+    if op == "index_put" and "key" in params and metas and metas[0] is not None:
+        return _setitem_name(params["key"], metas[0][0], metas[1] if len(metas) > 1 else None)
     if op == "pow" and metas and metas[1] is not None:
         return "PowBackward1"
     if op == "clamp" and len(metas) == 3 and metas[1] is None and metas[2] is None:
@@ -312,6 +314,37 @@ def node_name(op: str, params: dict, metas) -> str:
         return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
             ranks, "MatmulBackward0")
     return "".join(p.capitalize() for p in op.split("_")) + "Backward0"
+
+
+def _setitem_name(key, shape, value) -> str:
+    """PyTorch's node for ``base[key] = value``: the key's basic entries make a view first,
+    and an in-place op on a view gives the base a CopySlices node; a slice that starts at
+    0, steps by 1 and reaches the dim's end makes none (start -3 on a dim of 3 does). On
+    the base itself: index_put_ for array entries, fill_ for a number or a 0-d value,
+    else copy_."""
+    arrays = [k for k in key if hasattr(k, "ndim")]
+    consumed = sum(1 if k.dtype != bool else k.ndim for k in arrays) + sum(
+        1 for k in key if isinstance(k, (int, slice)) and not isinstance(k, bool))
+    dim, view = 0, False
+    for k in key:
+        if k is Ellipsis:
+            dim += len(shape) - consumed
+        elif hasattr(k, "ndim"):
+            dim += 1 if k.dtype != bool else k.ndim
+        elif k is None or isinstance(k, bool):
+            view = True
+        elif isinstance(k, slice):
+            start, stop, step = k.start or 0, k.stop, k.step or 1
+            full = start == 0 and step == 1 and (stop is None or stop >= shape[dim])
+            view, dim = view or not full, dim + 1
+        else:
+            view, dim = True, dim + 1
+    if view:
+        return "torch::autograd::CopySlices"
+    if arrays:
+        return "IndexPutBackward0"
+    return "FillBackward3" if value is None or len(value[0]) == 0 else \
+        "torch::autograd::CopyBackwards"
 
 
 def _getitem_name(key) -> str:
