@@ -253,3 +253,62 @@ def test_baddbmm_refuses_as_pytorch(shapes, dtypes, message):
     args = [torcia.ones(s, dtype=getattr(torcia, d)) for s, d in zip(shapes, dtypes)]
     with pytest.raises(RuntimeError, match=message):
         torcia.baddbmm(*args)
+
+
+ADDR_SHAPES = [(40, 50), (7, 13), (3, 100), (1, 37), (37, 1), (5, 16), (9, 8), (0, 3)]
+
+
+def _addr_inputs(rng, n, m):
+    for shape in ((n, m), (m,), (n, 1), (), (1, m)):
+        yield [rng.standard_normal(s) for s in (shape, (n,), (m,))]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_addr_gives_pytorchs_bits(dtype):
+    """PyTorch's CPU addr in its order of operations (see ``_addr_as_pytorch``): its
+    vectorised steps fused into one FMA, its scalar tail and its loops where the input is
+    constant along a row fused the other way, half floats rounded at each op."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(3)
+    for n, m in ADDR_SHAPES:
+        for arrays in _addr_inputs(rng, n, m):
+            for alpha, beta in ((1, 1), (0.7, 1.3), (2.5, 0), (1, 0.3), (-1.5, 1)):
+                ours = torcia.addr(*(torcia.tensor(a, dtype=getattr(torcia, dtype))
+                                     for a in arrays), alpha=alpha, beta=beta)
+                theirs = torch.addr(*(torch.tensor(a, dtype=getattr(torch, dtype))
+                                      for a in arrays), alpha=alpha, beta=beta)
+                np.testing.assert_array_equal(
+                    ours.double().numpy(), theirs.double().numpy(),
+                    err_msg=f"{(n, m)} input {arrays[0].shape} alpha={alpha} beta={beta}")
+
+
+def test_addr_float32_by_a_model_of_the_loop():
+    # the model: in float64, where a float32 product is exact, rounded to float32 once
+    # (fused) or after the product too (the tail)
+    rng = np.random.default_rng(4)
+    n, m = 6, 21  # one step of 16 a row, then a tail of 5
+    c, v1, v2 = (rng.standard_normal(s).astype(np.float32) for s in ((n, m), (n,), (m,)))
+    beta, alpha = np.float32(1.3), np.float32(0.7)
+    left = (alpha * v1)[:, None].astype(np.float64)
+    fused = (left * v2 + np.float64(beta * c)).astype(np.float32)
+    tail = (np.float64(beta) * c + (left * v2).astype(np.float32)).astype(np.float32)
+    want = np.where(np.arange(m) < 16, fused, tail)
+    got = torcia.addr(torcia.tensor(c), torcia.tensor(v1), torcia.tensor(v2), beta=1.3,
+                      alpha=0.7)
+    np.testing.assert_array_equal(got.numpy(), want)
+    assert (fused != tail).any()  # the two orders do differ on these inputs
+
+
+def test_addr_gradients_check():
+    pytest.importorskip("torcia.autograd")
+    for shape, (n, m) in (((6, 21), (6, 21)), ((21,), (6, 21)), ((6, 1), (6, 21)),
+                          ((), (1, 9)), ((3, 1), (3, 1))):
+        xs = [torcia.randn(*s, dtype=torcia.float64, requires_grad=True)
+              for s in (shape, (n,), (m,))]
+        for beta, alpha in ((1, 1), (1.3, 0.7), (0, 2)):
+            def f(c, a, b, beta=beta, alpha=alpha):
+                return torcia.addr(c, a, b, beta=beta, alpha=alpha)
+
+            assert torcia.autograd.gradcheck(f, xs) and torcia.autograd.gradgradcheck(f, xs)

@@ -48,7 +48,7 @@ def _infer_array(data, dtype=None):
         raise ValueError(_ragged_message(data)) from None
     if dtype is not None and arr.dtype != object:
         with np.errstate(over="ignore"):  # out-of-range floats become inf, as in PyTorch
-            return arr.astype(dtype.to_numpy()), False
+            return D.convert(arr, dtype.to_numpy()), False
     if arr.dtype == object:
         raise TypeError(f"Could not infer dtype of {type(data).__name__}: nested sequences must "
                         "be rectangular and hold numbers")
@@ -110,7 +110,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     dtype = None if dtype is None else _dtype_arg(dtype)
     arr, _ = _infer_array(data, dtype)
     if dtype is not None:
-        arr = arr.astype(dtype.to_numpy(), copy=False)
+        arr = D.convert(arr, dtype.to_numpy(), copy=False)
     arr = np.array(arr, copy=True)
     if device is None and isinstance(data, Tensor):
         device = data.device
@@ -139,7 +139,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
             out = out.to(device)
         return out
     if isinstance(data, np.ndarray) and canonical_device(device) is CPU:
-        arr = data if dtype is None else data.astype(_dtype_arg(dtype).to_numpy(), copy=False)
+        arr = data if dtype is None else D.convert(data, _dtype_arg(dtype).to_numpy(),
+                                                   copy=False)
         D.from_numpy_dtype(arr.dtype)
         return Tensor._make(D.native_array(arr), CPU)
     return tensor(data, dtype=dtype, device=device)

@@ -156,6 +156,27 @@ def np_floating(np_dtype) -> bool:
     return np_dtype.kind == "f" or np_dtype.name == "bfloat16"
 
 
+def convert(arr, np_dtype, copy=True):
+    """``arr.astype(np_dtype)`` as PyTorch converts: to float16 or bfloat16 from float64
+    or a 32/64-bit integer through float32, since c10::Half and c10::BFloat16 are built
+    from a float. A value near a midpoint then rounds twice, where NumPy rounds once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([1 + 2 ** -11 + 2 ** -30])  # just above float16's midpoint
+    >>> float(x.astype(np.float16)[0]), float(convert(x, np.float16)[0])
+    (1.0009765625, 1.0)
+    """
+    np_dtype = np.dtype(np_dtype)
+    source = arr.dtype
+    wider = source.itemsize == 8 if source.kind == "f" else (
+        source.kind in "iu" and source.itemsize >= 4)
+    if wider and np_dtype.itemsize == 2 and np_floating(np_dtype):
+        arr = arr.astype(np.float32)
+    return arr.astype(np_dtype, copy=copy)
+
+
 def _by_name(name: str) -> dtype:
     return _NAMES[name]
 

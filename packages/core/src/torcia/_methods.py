@@ -568,7 +568,7 @@ def _fill_from(self, arr) -> Tensor:
     (not recorded for autograd)."""
     _check_fill(self)
     if isinstance(arr, np.ndarray) or self._device is CPU:
-        arr = np.asarray(arr).astype(self.dtype.to_numpy(), copy=False)
+        arr = D.convert(np.asarray(arr), self.dtype.to_numpy(), copy=False)
         if self._device is not CPU:
             arr = self._device.backend.from_host(arr, self._device.index)
     self._data[...] = arr

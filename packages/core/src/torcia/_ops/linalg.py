@@ -792,7 +792,47 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
                                "floating point number.")
         if isinstance(value, (bool, np.bool_)) and result_type(input, product) is not D.bool_:
             raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    dt = product.dtype
+    if input.dtype is dt and dt.is_floating_point and input.device.type == "cpu":
+        return _addr_as_pytorch(input, vec1, vec2, beta, alpha)
     return _scaled_sum(input, product, beta, alpha)
+
+
+#: elements a step of PyTorch's AVX2 elementwise loop takes (two vectors)
+_LOOP_STEP = {4: 16, 8: 8}
+
+
+def _addr_as_pytorch(input, vec1, vec2, beta, alpha):
+    """``beta * input + (alpha * vec1) * vec2`` elementwise in the order of PyTorch's CPU
+    kernel, beta and alpha in the dtype. Its AVX2 loop fuses a float32/float64 step's sums
+    into one FMA, ``fma(alpha vec1, vec2, beta input)``; its scalar tail (the elements
+    after the last whole step of 16 floats or 8 doubles, along each row, or along all of
+    them where a dim is 1) rounds the product first, ``fma(beta, input, (alpha vec1)
+    vec2)``; half floats round at each op. Two roundings everywhere differed in 20-30% of
+    elements."""
+    beta, alpha = operand_as(beta, vec1.dtype), operand_as(alpha, vec1.dtype)
+    left = (vec1 * alpha).unsqueeze(1)
+    product = left * vec2
+    step = _LOOP_STEP.get(product.dtype.itemsize)
+    if beta == 0 or step is None or product.numel() == 0:
+        return _scaled_sum(input, product, beta, 1)
+    public = _opdef.PUBLIC
+    n, m = product.shape
+    run = m if n > 1 and m > 1 else n * m
+    # the loop is vectorised where one operand at most is constant along it (vec1 along a
+    # row, vec2 down a column): the input must vary along it too
+    shape = tuple(input.shape)
+    varies = shape[-1:] == (m,) if m > 1 else shape[-2:-1] == (n,)
+    fused = run - run % step if varies else 0
+    parts = []
+    if fused:
+        parts.append(public.addcmul(input * beta if beta != 1 else input, left, vec2))
+    if fused < run:
+        parts.append(public.addcmul(product, input, public.tensor(beta, dtype=product.dtype)))
+    if len(parts) == 1:
+        return parts[0] if tuple(parts[0].shape) == (n, m) else parts[0].expand(n, m)
+    inside = public.arange(run) < fused
+    return public.where(inside.reshape((1, m) if run == m else (n, m)), *parts)
 
 
 @autocast_as("baddbmm")

@@ -96,7 +96,7 @@ class Kernels:
             # ml_dtypes saturates (-2 to uint8 is 0); PyTorch converts as from float32,
             # which wraps (254)
             a = a.astype(np.float32)
-        return a.astype(dtype)
+        return D.convert(a, dtype)
 
     def nan_to_num(self, a, nan=0.0, posinf=None, neginf=None):
         if a.dtype.name == "bfloat16":
