@@ -39,6 +39,7 @@ from torcia._ops._common import (
     in_float32,
     low_precision,
     opmath,
+    opmath_kernel,
     random_floats,
     refusal,
     refuse,
@@ -101,13 +102,20 @@ def _check_hardtanh(input, min_val=-1.0, max_val=1.0):
 # ----- reference kernels -----------------------------------------------------------------
 
 
+#: activations that PyTorch composes of ops (F.softsign, F.tanhshrink), each rounding to
+#: a half-float input's dtype: not computed in float32 here either
+_COMPOSITE = ("softsign", "tanhshrink")
+
+
 class Kernels:
     """The reference kernels, methods of the reference backend (see the module's doc)."""
 
+    @opmath_kernel
     def leaky_relu(self, a, negative_slope=0.01):
         """leaky_relu(a, negative_slope): a where a > 0, else a * negative_slope."""
         return self.xp.where(a > 0, a, a * a.dtype.type(negative_slope))
 
+    @opmath_kernel
     def elu(self, a, alpha=1.0):
         """elu(a, alpha): a where a > 0, else alpha * (exp(a) - 1)."""
         xp = self.xp
@@ -116,16 +124,19 @@ class Kernels:
         neg = xp.expm1(xp.where(a > 0, a.dtype.type(0), a)) * a.dtype.type(alpha)
         return xp.where(a > 0, a, neg)
 
+    @opmath_kernel
     def selu(self, a):
         """selu(a): scale * elu(a, alpha) with the self-normalising constants."""
         return self.elu(a, alpha=_SELU_ALPHA) * a.dtype.type(_SELU_SCALE)
 
+    @opmath_kernel
     def celu(self, a, alpha=1.0):
         """celu(a, alpha): max(0, a) + min(0, alpha * (exp(a / alpha) - 1))."""
         xp = self.xp
         al = a.dtype.type(alpha)
         return xp.where(a > 0, a, xp.expm1(xp.where(a > 0, a.dtype.type(0), a) / al) * al)
 
+    @opmath_kernel
     def gelu(self, a, approximate="none"):
         """gelu(a, approximate): a * Phi(a), or its tanh approximation."""
         if approximate == "tanh":
@@ -152,6 +163,7 @@ class Kernels:
         pdf = xp.exp(-0.5 * a * a) * a.dtype.type(1 / math.sqrt(2 * math.pi))
         return (g * (cdf + a * pdf)).astype(g.dtype, copy=False)
 
+    @opmath_kernel
     def silu(self, a):
         """silu(a): a * sigmoid(a); a / (1 + exp(-a)) for a complex a, as PyTorch (the
         product gives -0 for the real part of -0+0j, the quotient PyTorch's +0)."""
@@ -159,11 +171,13 @@ class Kernels:
             return a / (1 + self.xp.exp(-a))
         return a * self.sigmoid(a)
 
+    @opmath_kernel
     def silu_backward(self, g, a):
         """silu_backward(g, a): g * silu'(a) = g * s * (1 + a * (1 - s)), s = sigmoid(a)."""
         s = self.sigmoid(a)
         return g * s * (1 + a * (1 - s))
 
+    @opmath_kernel
     def softplus(self, a, beta=1.0, threshold=20.0):
         """softplus(a, beta, threshold): log(1 + exp(beta * a)) / beta; a where
         beta * a > threshold."""
@@ -171,6 +185,7 @@ class Kernels:
         b = a * a.dtype.type(beta)
         return xp.where(b > threshold, a, xp.logaddexp(0, b) / a.dtype.type(beta))
 
+    @opmath_kernel
     def mish(self, a):
         """mish(a): a * tanh(softplus(a))."""
         return a * self.xp.tanh(self.xp.logaddexp(0, a))
@@ -182,10 +197,12 @@ class Kernels:
         return self.xp.clip(a, a.dtype.type(min_val), a.dtype.type(max_val)).astype(
             a.dtype, copy=False)
 
+    @opmath_kernel
     def hardswish(self, a):
         """hardswish(a): a * clip(a + 3, 0, 6) / 6."""
         return (a * self.xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
 
+    @opmath_kernel
     def hardsigmoid(self, a):
         """hardsigmoid(a): clip(a + 3, 0, 6) / 6."""
         return (self.xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
@@ -212,9 +229,15 @@ class Kernels:
         through differentiable ops). For ``sigmoid`` and ``tanh`` (real), ``a`` is the
         forward's output, as for PyTorch's ``sigmoid_backward`` and ``tanh_backward``."""
         xp = self.xp
+        if low_precision(a) and activation not in _COMPOSITE and not (
+                activation == "sigmoid" and a.dtype == np.float16):
+            # in float32, rounded once, as PyTorch's kernels (its float16 sigmoid_backward
+            # rounds after each product, its bfloat16 one does not)
+            return self.activation_backward(*in_float32(g, a), activation, **params).astype(
+                g.dtype)
         one = a.dtype.type(1)
         if activation == "sigmoid":
-            return g * (a * (one - a))
+            return g * (one - a) * a  # PyTorch's order of the products
         if activation == "tanh":
             return g * (one - a * a)
         if activation == "relu":
@@ -240,7 +263,8 @@ class Kernels:
         if activation == "hardtanh":
             return g * ((a > params["min_val"]) & (a < params["max_val"]))
         if activation == "hardswish":
-            return xp.where(a < -3, 0, xp.where(a > 3, g, g * (a / 3 + a.dtype.type(0.5))))
+            # 0 at -3 and g at 3, as PyTorch's (the middle formula would give -g/2, 3g/2)
+            return xp.where(a <= -3, 0, xp.where(a >= 3, g, g * (a / 3 + a.dtype.type(0.5))))
         if activation == "hardsigmoid":
             return g * ((a > -3) & (a < 3)) / 6
         if activation == "logsigmoid":
@@ -380,13 +404,17 @@ def activation_backward(g, a, activation, **params):
         # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
         sgn = a / _where(mag == 0, mag.new_ones(()), mag)
         return g / d - (g * a.conj()).real * sgn / (d * d)
-    if a.dtype in HALF:
+    if a.dtype in HALF and activation not in _COMPOSITE and not (
+            activation == "sigmoid" and a.dtype is D.float16):
+        # as the reference kernel (see its comment)
         return activation_backward(g.float(), a.float(), activation, **params).to(g.dtype)
     # zero where the slope is, whatever the gradient there (an infinite one included)
     if activation == "relu":
         return _where(a <= 0, g.new_zeros(()), g)  # g where a is NaN
     if activation == "hardswish":
-        return _where(a < -3, g.new_zeros(()), _where(a > 3, g, g * (a / 3 + 0.5)))
+        return _where(a <= -3, g.new_zeros(()), _where(a >= 3, g, g * (a / 3 + 0.5)))
+    if activation == "sigmoid":
+        return g * (1 - a) * a  # PyTorch's order of the products, as the kernel's
     return g * _derivative(a, activation, params)
 
 

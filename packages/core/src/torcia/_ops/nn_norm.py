@@ -37,6 +37,7 @@ from torcia._ops._common import (
     in_float32,
     low_precision,
     opmath,
+    opmath_kernel,
     widened,
     wrap_dim,
 )
@@ -47,6 +48,7 @@ from torcia._ops._common import (
 class Kernels:
     """The reference kernels, methods of the reference backend (see the module's doc)."""
 
+    @opmath_kernel
     def softmax(self, a, dim):
         """softmax(a, dim): exp(a) normalised along ``dim``."""
         xp = self.xp
@@ -56,6 +58,7 @@ class Kernels:
         e /= e.sum(axis=dim, keepdims=True)
         return e
 
+    @opmath_kernel
     def log_softmax(self, a, dim):
         """log_softmax(a, dim): a - logsumexp(a) along ``dim``."""
         xp = self.xp
@@ -64,6 +67,7 @@ class Kernels:
         shifted = a - a.max(axis=dim, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
 
+    @opmath_kernel
     def softmax_backward(self, g, y, dim):
         """softmax_backward(g, y, dim): y * (g - sum(g * y, dim)) for y = softmax(x)
         (first order)."""
@@ -71,6 +75,7 @@ class Kernels:
         gy -= y * gy.sum(axis=dim, keepdims=True)
         return gy
 
+    @opmath_kernel
     def log_softmax_backward(self, g, y, dim):
         """log_softmax_backward(g, y, dim): g - exp(y) * sum(g, dim) for
         y = log_softmax(x) (first order)."""

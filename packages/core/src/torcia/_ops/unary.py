@@ -34,6 +34,7 @@ from torcia._ops._common import (
     first_shape,
     no_kernel,
     opmath,
+    opmath_kernel,
     real_like,
     return_type,
     to_float,
@@ -114,6 +115,7 @@ class Kernels:
             out.imag = xp.arctan2(y, x + 1)
         return out
 
+    @opmath_kernel
     def rsqrt(self, a):
         return 1 / self.xp.sqrt(a)
 
@@ -126,6 +128,7 @@ class Kernels:
         with np.errstate(divide="ignore", invalid="ignore"):
             return xp.divide(1, a)
 
+    @opmath_kernel
     def sigmoid(self, a):
         xp = self.xp
         if a.dtype.kind == "c":

@@ -1,0 +1,70 @@
+"""Activations and softmax of float16 and bfloat16 tensors give PyTorch's bits, forward and
+backward: computed in float32 and rounded once where PyTorch's CPU kernels do (its
+"opmath"; NumPy's half-float ufuncs round after each step, which put 25-85% of the results
+a step off), after each op where PyTorch composes ops (softsign, tanhshrink) or rounds per
+product (float16's sigmoid_backward)."""
+
+import numpy as np
+import pytest
+
+import torcia
+
+pytest.importorskip("ml_dtypes")
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+FORWARD_AND_BACKWARD = ["sigmoid", "tanh", "nn.functional.silu", "nn.functional.elu",
+                        "nn.functional.selu", "nn.functional.celu", "nn.functional.softplus",
+                        "nn.functional.mish", "nn.functional.hardswish",
+                        "nn.functional.hardsigmoid", "nn.functional.leaky_relu", "softmax"]
+FORWARD_ONLY = ["rsqrt", "nn.functional.logsigmoid", "nn.functional.softsign",
+                "nn.functional.tanhshrink", "nn.functional.relu6", "nn.functional.hardtanh"]
+
+
+def _get(lib, name):
+    for part in name.split("."):
+        lib = getattr(lib, part)
+    return lib
+
+
+def _run(lib, name, dtype, x, g):
+    x = lib.tensor(x).to(getattr(lib, dtype)).requires_grad_()
+    fn = _get(lib, name)
+    y = fn(x.reshape(64, 64), 1) if name == "softmax" else fn(x)
+    y.backward(lib.tensor(g).to(getattr(lib, dtype)).reshape(y.shape))
+    return (y.detach().to(lib.float64).numpy().ravel(), x.grad.to(lib.float64).numpy())
+
+
+def _same(a, b, dtype):
+    """Equal but for one element in 1,000 at most, one step apart: float32 results a few
+    units apart in their last place (exp, erf... are not PyTorch's Sleef code) round to
+    neighbouring half floats where they straddle a midpoint."""
+    differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+    if not differ.any():
+        return True
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    half = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    step = np.abs(np.spacing(np.abs(a[differ]).astype(half)).astype(np.float64))
+    return differ.mean() <= 1e-3 and bool((np.abs(a - b)[differ] <= step * 1.001).all())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", FORWARD_AND_BACKWARD + FORWARD_ONLY)
+def test_matches_pytorch(name, dtype):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(4096) * 3
+    if name == "rsqrt":
+        x = np.abs(x) + 0.1
+    g = rng.standard_normal(4096)
+    (y1, g1), (y2, g2) = _run(torcia, name, dtype, x, g), _run(torch, name, dtype, x, g)
+    assert _same(y1, y2, dtype), f"{name} forward: {np.mean(y1 != y2):.2%} of elements differ"
+    if name in FORWARD_AND_BACKWARD:
+        assert _same(g1, g2, dtype), f"{name} backward: {np.mean(g1 != g2):.2%} of elements differ"
+
+
+def test_hardswish_gradient_at_the_kinks():
+    # PyTorch's: 0 at -3 and the incoming gradient at 3, in every dtype
+    for dtype in (torcia.float32, torcia.float64, torcia.float16, torcia.bfloat16):
+        x = torcia.tensor([-3.0, 3.0, -2.0], dtype=dtype, requires_grad=True)
+        torcia.nn.functional.hardswish(x).backward(torcia.ones(3, dtype=dtype))
+        assert x.grad.tolist()[:2] == [0.0, 1.0]
