@@ -58,7 +58,6 @@ class Kernels:
         e /= e.sum(axis=dim, keepdims=True)
         return e
 
-    @opmath_kernel
     def log_softmax(self, a, dim):
         """log_softmax(a, dim): a - logsumexp(a) along ``dim``."""
         xp = self.xp
@@ -75,7 +74,6 @@ class Kernels:
         gy -= y * gy.sum(axis=dim, keepdims=True)
         return gy
 
-    @opmath_kernel
     def log_softmax_backward(self, g, y, dim):
         """log_softmax_backward(g, y, dim): g - exp(y) * sum(g, dim) for
         y = log_softmax(x) (first order)."""
