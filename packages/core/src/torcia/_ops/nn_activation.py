@@ -107,6 +107,13 @@ def _check_hardtanh(input, min_val=-1.0, max_val=1.0):
 _COMPOSITE = ("softsign", "tanhshrink")
 
 
+def _backward_in_float32(activation, float16) -> bool:
+    """Whether a half-float gradient of ``activation`` is computed in float32 and rounded
+    once, as PyTorch's kernels (its float16 sigmoid_backward rounds after each product,
+    its bfloat16 one does not), for the kernel and the decomposition alike."""
+    return activation not in _COMPOSITE and not (activation == "sigmoid" and float16)
+
+
 class Kernels:
     """The reference kernels, methods of the reference backend (see the module's doc)."""
 
@@ -229,10 +236,7 @@ class Kernels:
         through differentiable ops). For ``sigmoid`` and ``tanh`` (real), ``a`` is the
         forward's output, as for PyTorch's ``sigmoid_backward`` and ``tanh_backward``."""
         xp = self.xp
-        if low_precision(a) and activation not in _COMPOSITE and not (
-                activation == "sigmoid" and a.dtype == np.float16):
-            # in float32, rounded once, as PyTorch's kernels (its float16 sigmoid_backward
-            # rounds after each product, its bfloat16 one does not)
+        if low_precision(a) and _backward_in_float32(activation, a.dtype == np.float16):
             return self.activation_backward(*in_float32(g, a), activation, **params).astype(
                 g.dtype)
         one = a.dtype.type(1)
@@ -404,9 +408,7 @@ def activation_backward(g, a, activation, **params):
         # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
         sgn = a / _where(mag == 0, mag.new_ones(()), mag)
         return g / d - (g * a.conj()).real * sgn / (d * d)
-    if a.dtype in HALF and activation not in _COMPOSITE and not (
-            activation == "sigmoid" and a.dtype is D.float16):
-        # as the reference kernel (see its comment)
+    if a.dtype in HALF and _backward_in_float32(activation, a.dtype is D.float16):
         return activation_backward(g.float(), a.float(), activation, **params).to(g.dtype)
     # zero where the slope is, whatever the gradient there (an infinite one included)
     if activation == "relu":
