@@ -2,7 +2,9 @@
 backward: computed in float32 and rounded once where PyTorch's CPU kernels do (its
 "opmath"; NumPy's half-float ufuncs round after each step, which put 25-85% of the results
 a step off), after each op where PyTorch composes ops (softsign, tanhshrink) or rounds per
-product (float16's sigmoid_backward)."""
+product (float16's sigmoid_backward). log_softmax along the last dim rounds each row's sum
+of exponentials and its log to the dtype, as PyTorch's kernel keeps them in a buffer of
+the input's dtype."""
 
 import numpy as np
 import pytest
@@ -60,6 +62,23 @@ def test_matches_pytorch(name, dtype):
     assert _same(y1, y2, dtype), f"{name} forward: {np.mean(y1 != y2):.2%} of elements differ"
     if name in FORWARD_AND_BACKWARD:
         assert _same(g1, g2, dtype), f"{name} backward: {np.mean(g1 != g2):.2%} of elements differ"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_log_softmax_matches_pytorch_along_every_dim(dim, dtype):
+    rng = np.random.default_rng(3)
+    x, g = rng.standard_normal((20, 30, 70)) * 3, rng.standard_normal((20, 30, 70))
+    results = []
+    for lib in (torcia, torch):
+        t = lib.tensor(x).to(getattr(lib, dtype)).requires_grad_()
+        y = t.log_softmax(dim)
+        y.backward(lib.tensor(g).to(getattr(lib, dtype)))
+        results.append((y.detach().to(lib.float64).numpy().ravel(),
+                        t.grad.to(lib.float64).numpy().ravel()))
+    (y1, g1), (y2, g2) = results
+    assert _same(y1, y2, dtype), f"forward: {np.mean(y1 != y2):.2%} of elements differ"
+    assert _same(g1, g2, dtype), f"backward: {np.mean(g1 != g2):.2%} of elements differ"
 
 
 def test_hardswish_gradient_at_the_kinks():
