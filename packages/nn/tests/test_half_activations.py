@@ -81,6 +81,30 @@ def test_log_softmax_matches_pytorch_along_every_dim(dim, dtype):
     assert _same(g1, g2, dtype), f"backward: {np.mean(g1 != g2):.2%} of elements differ"
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rms_norm_matches_pytorch(dtype):
+    # PyTorch's composite in float32: eps float32's epsilon (the dtype computed in), the
+    # weight applied before the one rounding, the gradients through its ops in float32
+    rng = np.random.default_rng(5)
+    x, w, g = rng.standard_normal((64, 300)) * 2, rng.standard_normal(300), \
+        rng.standard_normal((64, 300))
+    results = []
+    for lib in (torcia, torch):
+        t, tw = (lib.tensor(a).to(getattr(lib, dtype)).requires_grad_() for a in (x, w))
+        y = lib.nn.functional.rms_norm(t, (300,), tw)
+        y.backward(lib.tensor(g).to(getattr(lib, dtype)))
+        results.append([a.detach().to(lib.float64).numpy().ravel() for a in (y, t.grad, tw.grad)])
+    (y1, gx1, gw1), (y2, gx2, gw2) = results
+    assert _same(y1, y2, dtype), f"forward: {np.mean(y1 != y2):.2%} of elements differ"
+    assert _same(gx1, gx2, dtype), f"input's gradient: {np.mean(gx1 != gx2):.2%} differ"
+    # the weight's gradient sums 64 rows in float32, not in PyTorch's order, and where the
+    # terms cancel, float32's rounding shows in the half result: within two steps of the
+    # largest (was 0.7 in bfloat16, rounded at every step)
+    half = np.float16 if dtype == "float16" else pytest.importorskip("ml_dtypes").bfloat16
+    step = float(np.spacing(np.abs(gw2).max().astype(half)))
+    assert np.abs(gw1 - gw2).max() <= 2 * step
+
+
 def test_hardswish_gradient_at_the_kinks():
     # PyTorch's: 0 at -3 and the incoming gradient at 3, in every dtype
     for dtype in (torcia.float32, torcia.float64, torcia.float16, torcia.bfloat16):

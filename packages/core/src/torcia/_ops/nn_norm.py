@@ -18,6 +18,7 @@ through differentiable ops, so they have no derivative row).
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 
@@ -193,31 +194,40 @@ class Kernels:
         return out
 
     def rms_norm(self, x, weight, normalized_ndim, eps):
-        """rms_norm(x, weight) -> out: divided by the root mean square over the last
-        ``normalized_ndim`` dims, then scaled elementwise."""
+        """rms_norm(x, weight) -> out: x * rsqrt(mean(x^2) + eps) over the last
+        ``normalized_ndim`` dims, then scaled elementwise, in the order of operations of
+        PyTorch's (composite) rms_norm; float16 and bfloat16 in float32, rounded once."""
         if low_precision(x):
             return self.rms_norm(*in_float32(x, weight), normalized_ndim, eps).astype(x.dtype)
-        xp = self.xp
-        axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
-        out = x / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+        out = x * _inverse_rms(self.xp, x, normalized_ndim, eps)
         if weight is not None:
             out *= weight
         return out
 
     def rms_norm_backward(self, g, x, weight, normalized_ndim, eps):
         """rms_norm_backward(g, x, weight) -> (grad_input, grad_weight) of ``rms_norm``
-        (first order): with r = 1 / rms(x) and xhat = x r, grad_input is
-        r (gxhat - xhat mean(gxhat xhat)), gxhat the gradient scaled by ``weight``."""
-        xp = self.xp
+        (first order), as PyTorch's autograd computes it through the composite's ops:
+        with r = rsqrt(mean(x^2) + eps) and gxhat = g weight, grad_input is
+        gxhat r + (-sum(gxhat x) r^3 / 2) / n * 2x; float16 and bfloat16 in float32,
+        rounded once."""
+        if low_precision(g):
+            gx, gw = self.rms_norm_backward(*in_float32(g, x, weight), normalized_ndim, eps)
+            return gx.astype(g.dtype), gw.astype(g.dtype)
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
         lead = tuple(range(x.ndim - normalized_ndim))
-        invrms = 1 / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
-        xhat = x * invrms
-        gw = (g * xhat).sum(axis=lead)
+        n = math.prod(x.shape[x.ndim - normalized_ndim:])
+        r = _inverse_rms(self.xp, x, normalized_ndim, eps)
         gxhat = g if weight is None else g * weight
-        gx = gxhat - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True)
-        gx *= invrms
-        return gx, gw
+        gw = (g * (x * r)).sum(axis=lead)
+        gr = (-0.5 * (gxhat * x).sum(axis=axes, keepdims=True)) * (r * r * r)
+        return gxhat * r + (gr / n) * (2 * x), gw
+
+
+def _inverse_rms(xp, x, normalized_ndim, eps):
+    """rsqrt(mean(x^2) + eps) over the last ``normalized_ndim`` dims, as PyTorch's rsqrt:
+    the square root, then its reciprocal, each rounded."""
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    return 1 / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
 
 
 # ----- meta shapes -----------------------------------------------------------------------
@@ -610,7 +620,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Divide ``input`` by its root mean square over its last ``len(normalized_shape)``
     dims (``x / sqrt(mean(x**2) + eps)``), then scale by ``weight`` (elementwise).
 
-    ``eps`` defaults to the machine epsilon of ``input``'s dtype, as PyTorch's does.
+    ``eps`` defaults to the machine epsilon of the dtype it is computed in, as PyTorch's
+    does: float64's for float64 input, float32's otherwise (float16 and bfloat16 are
+    computed in float32).
 
     Examples
     --------
@@ -639,7 +651,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if not input.is_floating_point():
         raise RuntimeError(f"rms_norm: expected a floating-point input, got {input.dtype}")
     if eps is None:
-        eps = 2.0 ** -7 if input.dtype is D.bfloat16 else float(np.finfo(input.dtype.np).eps)
+        # the epsilon of the dtype PyTorch computes in: float32's for float16 and bfloat16
+        eps = float(np.finfo(np.float64 if input.dtype is D.float64 else np.float32).eps)
     return _opdef.CALL("rms_norm", (input, weight), {"normalized_ndim": k, "eps": float(eps)})
 
 
