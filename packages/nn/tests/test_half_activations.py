@@ -105,6 +105,32 @@ def test_rms_norm_matches_pytorch(dtype):
     assert np.abs(gw1 - gw2).max() <= 2 * step
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_layer_norm_gradients_match_pytorch(dtype, threads):
+    # PyTorch's kernel: the row statistics saved in the dtype, the parameters' gradients
+    # summed a row at a time into buffers of the dtype, one per thread's share of the rows
+    rng = np.random.default_rng(6)
+    x, w, b, g = rng.standard_normal((16, 12, 40)) * 2 + 1, rng.standard_normal(40), \
+        rng.standard_normal(40), rng.standard_normal((16, 12, 40))
+    results = []
+    before = torch.get_num_threads(), torcia.get_num_threads()
+    try:
+        for lib in (torcia, torch):
+            lib.set_num_threads(threads)
+            t, tw, tb = (lib.tensor(a).to(getattr(lib, dtype)).requires_grad_()
+                         for a in (x, w, b))
+            y = lib.nn.functional.layer_norm(t, (40,), tw, tb)
+            y.backward(lib.tensor(g).to(getattr(lib, dtype)))
+            results.append([a.detach().to(lib.float64).numpy().ravel()
+                            for a in (y, t.grad, tw.grad, tb.grad)])
+    finally:
+        torch.set_num_threads(before[0])
+        torcia.set_num_threads(before[1])
+    for what, a, b in zip(("forward", "input", "weight", "bias"), *results):
+        assert _same(a, b, dtype), f"{what}: {np.mean(a != b):.2%} of elements differ"
+
+
 def test_hardswish_gradient_at_the_kinks():
     # PyTorch's: 0 at -3 and the incoming gradient at 3, in every dtype
     for dtype in (torcia.float32, torcia.float64, torcia.float16, torcia.bfloat16):

@@ -6,12 +6,12 @@ counts, default device, layouts and memory formats, ``Stream``/``Event``, anomal
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
 from torcia import _dtype as D
 from torcia._legacy import CPU_TYPES, CUDA_TYPES
+from torcia._ops._common import THREADS
 from torcia._tensor import AUTOGRAD, Tensor, load_autograd
 from torcia.backend import _cuda_backend, canonical, get_default_device, set_default_device
 from torcia.backend import device as _device
@@ -255,7 +255,6 @@ def set_flush_denormal(mode: bool) -> bool:
     return False
 
 
-_threads = [os.cpu_count() or 1]
 #: Called with the count set_num_threads sets (torcia.library.add_thread_callback adds them)
 _thread_callbacks: list = []
 
@@ -269,7 +268,7 @@ def get_num_threads() -> int:
     >>> torcia.get_num_threads() >= 1
     True
     """
-    return _threads[0]
+    return THREADS[0]
 
 
 def set_num_threads(n: int) -> None:
@@ -286,7 +285,7 @@ def set_num_threads(n: int) -> None:
     """
     if n < 1:
         raise ValueError(f"set_num_threads expects a positive integer, got {n}")
-    _threads[0] = n
+    THREADS[0] = n
     for callback in _thread_callbacks:
         callback(n)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fractions
 import functools
 import math
+import os
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from torcia import _opdef, plugins
 #: the dtypes whose decompositions compute in float32 and round once, as the reference
 #: kernels (and PyTorch's opmath) do: rounding after each step would drift by several ulps
 HALF = (D.float16, D.bfloat16)
+
+#: The threads CPU kernels use, as this list's one element (``torcia.set_num_threads``
+#: sets it): reference kernels that round as PyTorch's thread shares do read it here.
+THREADS = [os.cpu_count() or 1]
 
 
 #: NumPy kinds of :attr:`torcia._opdef.Declaration.refuses`: complex and bool inputs
@@ -336,7 +341,10 @@ def opmath_kernel(kernel):
         dtype = args[0].dtype
         args = tuple(a.astype(np.float32) if hasattr(a, "dtype") and low_precision(a) else a
                      for a in args)
-        return kernel(self, *args, **params).astype(dtype)
+        out = kernel(self, *args, **params)
+        if isinstance(out, tuple):  # a backward's gradients, each rounded once
+            return tuple(o.astype(dtype) for o in out)
+        return out.astype(dtype)
 
     return run
 
