@@ -342,7 +342,8 @@ def test_batch_norm_and_layer_norm_closed_form():
 @pytest.mark.parametrize("training", [True, False])
 def test_half_batch_norm_is_rounded_once(training):
     # float16 in, computed in float32, rounded once: within half an ulp (plus float32's
-    # error) of the exact value of the same float16 inputs, as PyTorch's CPU kernel
+    # error) of the exact value of the same float16 inputs, as PyTorch's CPU kernel, from
+    # the batch's mean and 1/std rounded to float16 in training (as PyTorch saves them)
     x = (rng.standard_normal((4, 3, 5)) * 3).astype(np.float16)
     w, b = (rng.standard_normal(3) * 2).astype(np.float16), rng.standard_normal(3).astype(
         np.float16)
@@ -353,7 +354,10 @@ def test_half_batch_norm_is_rounded_once(training):
     x64 = x.astype(np.float64)
     m = x64.mean(axis=(0, 2)) if training else rm.astype(np.float64)
     v = x64.var(axis=(0, 2)) if training else rv.astype(np.float64)
-    exact = (x64 - m[:, None]) / np.sqrt(v[:, None] + 1e-5) * w[:, None] + b[:, None]
+    inv = 1 / np.sqrt(v + 1e-5)
+    if training:
+        m, inv = (a.astype(np.float16).astype(np.float64) for a in (m, inv))
+    exact = (x64 - m[:, None]) * inv[:, None] * w[:, None] + b[:, None]
     ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
     assert (np.abs(out - exact) <= ulp * 0.5 + 1e-5 * np.abs(exact)).all()
 

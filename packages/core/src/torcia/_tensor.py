@@ -1141,7 +1141,7 @@ def _no_kernel(op, arrays, exc):
             "could not be", "cannot be"))
     if "could not be broadcast" in str(exc):
         shapes = [np.shape(a) for a in arrays if hasattr(a, "shape")]
-        return (_broadcast_error(*shapes[:2]) if len(shapes) > 1 else None) or exc
+        return (_ops_common.broadcast_error(*shapes[:2]) if len(shapes) > 1 else None) or exc
     if not any(s in str(exc) for s in _NO_LOOP):
         return exc
     dt = next((a.dtype for a in arrays if hasattr(a, "dtype")), None)
@@ -1166,7 +1166,7 @@ def _run2(kernel, ad, bd, op):
     except ValueError as exc:
         if any(s in str(exc) for s in _NO_LOOP):
             raise _no_kernel(op, (ad, bd), exc) from None
-        error = _broadcast_error(np.shape(ad), np.shape(bd))
+        error = _ops_common.broadcast_error(np.shape(ad), np.shape(bd))
         if error is None:
             raise
         raise error from None
@@ -1184,18 +1184,6 @@ def _wrapped(value: int, dtype):
     if value < -(2 ** 63):
         raise OverflowError(f"value cannot be converted to type {dtype} without overflow")
     return np.array(value & 0xFFFF_FFFF_FFFF_FFFF, dtype=np.uint64).astype(dtype)[()]
-
-
-def _broadcast_error(a_shape, b_shape):
-    """PyTorch's error for two shapes that do not broadcast (None if they do)."""
-    n = max(len(a_shape), len(b_shape))
-    for i in range(1, n + 1):
-        x = a_shape[-i] if i <= len(a_shape) else 1
-        y = b_shape[-i] if i <= len(b_shape) else 1
-        if x != y and x != 1 and y != 1:
-            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                                f"({y}) at non-singleton dimension {n - i}")
-    return None
 
 
 def _as_operand(x, like):

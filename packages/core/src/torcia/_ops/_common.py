@@ -28,6 +28,27 @@ HALF = (D.float16, D.bfloat16)
 THREADS = [os.cpu_count() or 1]
 
 
+
+def broadcast_error(a_shape, b_shape):
+    """PyTorch's error for two shapes that do not broadcast (None where they do): the
+    first dim from the right whose sizes differ with neither 1, numbered from the left of
+    the broadcast shape.
+
+    Examples
+    --------
+    >>> from torcia._ops._common import broadcast_error
+    >>> print(broadcast_error((2, 3), (3, 3)))
+    The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0
+    """
+    n = max(len(a_shape), len(b_shape))
+    for i in range(1, n + 1):
+        x = a_shape[-i] if i <= len(a_shape) else 1
+        y = b_shape[-i] if i <= len(b_shape) else 1
+        if x != y and x != 1 and y != 1:
+            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                                f"({y}) at non-singleton dimension {n - i}")
+    return None
+
 #: NumPy kinds of :attr:`torcia._opdef.Declaration.refuses`: complex and bool inputs
 COMPLEX, BOOL = "c", "b"
 

@@ -752,6 +752,14 @@ def logaddexp(input, other):
     input, other = _log_add_operands(input, other, "logaddexp")
     if input.is_complex():
         return _logaddexp_complex(input, other)
+    return _log_add(input, other)
+
+
+@opmath
+def _log_add(input, other):
+    """``log(exp(input) + exp(other))`` of real tensors of one dtype; float16 and bfloat16
+    in float32, rounded once, as PyTorch's kernel (rounded at each step, a third of the
+    results were off, in bfloat16 up to 14 times the true value where it is near 0)."""
     # shifted by the greater, which sets the magnitude
     m = MADE["maximum"](input, other).detach()
     m = where(isfinite(m), m, zeros_like(m))
@@ -792,7 +800,14 @@ def logaddexp2(input, other):
     tensor([  2., 101.])
     """
     input, other = _log_add_operands(input, other, "logaddexp2")
-    return logaddexp(input * math.log(2), other * math.log(2)) / math.log(2)
+    if input.is_complex():
+        return logaddexp(input * math.log(2), other * math.log(2)) / math.log(2)
+    return _log_add_2(input, other)
+
+
+@opmath
+def _log_add_2(input, other):
+    return _log_add(input * math.log(2), other * math.log(2)) / math.log(2)
 
 
 def heaviside(input, values):

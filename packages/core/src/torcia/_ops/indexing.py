@@ -33,6 +33,7 @@ from torcia._dtype import np_floating as _floating
 from torcia._opdef import define
 from torcia._ops._common import (
     along_dim,
+    broadcast_error,
     first_shape,
     fused_multiply_add,
     low_precision,
@@ -691,11 +692,9 @@ def masked_select(input, mask):
 
 
 def _broadcast_check(a, b):
-    for i, (x, y) in enumerate(zip(reversed(a), reversed(b))):
-        if x != y and x != 1 and y != 1:
-            dim = max(len(a), len(b)) - 1 - i
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {dim}")
+    error = broadcast_error(a, b)
+    if error is not None:
+        raise error
 
 
 _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")

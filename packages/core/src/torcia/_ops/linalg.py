@@ -24,12 +24,14 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import torch_type_name as _torch_name
+from torcia._grad_mode import no_grad
 from torcia._opdef import define
 from torcia._ops import linalg_functions, linalg_solves
 from torcia._ops._common import (
     BOOL,
     HALF,
     autocast_as,
+    broadcast_error,
     functional,
     low_precision,
     no_kernel,
@@ -486,14 +488,9 @@ def matmul(input, other):
         a_shape = "x".join(map(str, a if len(a) > 1 else (1,) + a))
         b_shape = "x".join(map(str, b if len(b) > 1 else b + (1,)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
-    ba, bb = a[:-2], b[:-2]
-    n = builtins.max(len(ba), len(bb))
-    for i in range(1, n + 1):
-        x = ba[-i] if i <= len(ba) else 1
-        y = bb[-i] if i <= len(bb) else 1
-        if x != y and 1 not in (x, y):
-            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
-                               f"({y}) at non-singleton dimension {n - i}")
+    error = broadcast_error(a[:-2], b[:-2])
+    if error is not None:
+        raise error
     if isinstance(refused, RuntimeError):
         raise refused
     raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
@@ -1327,11 +1324,20 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     >>> torcia.cosine_similarity(torcia.tensor([[1.0, 0.0]]), torcia.tensor([[1.0, 1.0]]))
     tensor([0.7071])
     """
+    common = _opdef.PUBLIC.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{_torch_name(common)}")
+    x1, x2 = (x if x.is_floating_point() else x.to(common) for x in (x1, x2))
     x1, x2 = broadcast_tensors(x1, x2)
-    dot = (x1 * x2).sum(dim)
-    n1 = (x1 * x1).sum(dim)
-    n2 = (x2 * x2).sum(dim)
-    return dot / (n1 * n2).clamp(min=eps * eps).sqrt()
+    # PyTorch's order: each divided by its norm (clamped, unrecorded, at eps) first, which
+    # keeps the result within [-1, 1] and float16's squares from overflowing
+    n1 = linalg_functions.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
+    n2 = linalg_functions.vector_norm(x2, 2, dim=dim, keepdim=True).clone()
+    with no_grad():
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

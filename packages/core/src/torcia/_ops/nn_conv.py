@@ -70,15 +70,19 @@ def array_windows(xp, x, kernel, stride, dilation, padding, value=0):
     return win[key]
 
 
-def array_add_windows(xp, cols, size, stride, dilation):
+def array_add_windows(xp, cols, size, stride, dilation, by_window=False):
     """The adjoint of :func:`array_windows` without padding: ``cols`` is ``(N, C, *kernel,
     *positions)``; each kernel offset's values are added at their strided positions of a
-    zero array of spatial ``size``."""
+    zero array of spatial ``size``, the offsets in increasing order (as col2im adds them),
+    or with ``by_window`` decreasing, so that each element's terms arrive in the order of
+    their windows (as PyTorch's pooling backward adds them: in half floats, where each
+    addition rounds, the order shows)."""
     nd = len(size)
     kernel = cols.shape[2:2 + nd]
     pos = cols.shape[2 + nd:]
     out = xp.zeros(cols.shape[:2] + tuple(size), dtype=cols.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
+    step = -1 if by_window else 1
+    for offset in itertools.product(*(range(k)[::step] for k in kernel)):
         key = tuple(slice(o * d, o * d + (p - 1) * s + 1, s)
                     for o, d, p, s in zip(offset, dilation, pos, stride))
         out[(slice(None), slice(None)) + key] += cols[(slice(None), slice(None)) + offset]

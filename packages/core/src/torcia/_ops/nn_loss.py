@@ -20,7 +20,9 @@ derivatives are torcia-autograd's; the ``*_backward`` ops are fused first deriva
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 
 import numpy as np
 
@@ -28,7 +30,7 @@ from torcia import _dtype as D
 from torcia import _opdef
 from torcia._grad_mode import no_grad
 from torcia._opdef import define
-from torcia._ops._common import check_tensor, functional, op, random_floats
+from torcia._ops._common import check_tensor, functional, low_precision, op, random_floats
 from torcia._ops._common import where as _where
 from torcia._ops.linalg_functions import vector_norm
 from torcia._ops.unary import decomposed_isfinite
@@ -79,13 +81,22 @@ class Kernels:
         safe = xp.where(keep, target, 0)
         picked = xp.take_along_axis(logp, safe[:, None], axis=1)[:, 0]
         w = _target_weights(xp, weight, safe, keep, logp.dtype)
-        losses = -picked * w
+        if reduction != "none" and low_precision(logp) and xp is np:
+            loss, total = _half_nll_sums(picked, None if weight is None else w, keep)
+            with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN
+                return np.asarray(loss / total if reduction == "mean" else loss, logp.dtype)
+        # an ignored target's loss is 0, not -0
+        losses = xp.where(keep, -picked * w, 0).astype(logp.dtype, copy=False)
         return _reduce(xp, losses, reduction, w.sum())
 
     def cross_entropy(self, x, target, weight, reduction, ignore_index, label_smoothing):
         """cross_entropy(x (N, C) logits, target (N,) class indices, weight (C,) or None)
         -> loss: log_softmax and nll_loss fused, with label smoothing as PyTorch's."""
         xp = self.xp
+        if low_precision(x) and not label_smoothing and xp is np:
+            # PyTorch's composite, whose rounding in half floats the fused form misses
+            return self.nll_loss(self.log_softmax(x, 1), target, weight, reduction,
+                                 ignore_index)
         rows = xp.arange(x.shape[0])
         lse = self.logsumexp_rows(x)
         keep = target != ignore_index
@@ -110,6 +121,20 @@ class Kernels:
         keep = target != ignore_index
         safe = xp.where(keep, target, 0)
         w = _target_weights(xp, weight, safe, keep, x.dtype)
+        if low_precision(x) and not label_smoothing and xp is np:
+            # through PyTorch's composite, in the dtype: nll_loss's gradient (-g, divided
+            # by the forward's divisor for 'mean', times the target's weight, each
+            # rounded), then log_softmax's
+            if reduction == "none":
+                coef = -w * g
+            else:
+                total = _half_nll_sums(w, None if weight is None else w, keep)[1]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    scale = -(g / total) if reduction == "mean" else -g
+                coef = w * scale if weight is not None else xp.broadcast_to(scale, w.shape)
+            grad = xp.zeros(x.shape, x.dtype)
+            grad[xp.arange(n)[keep], safe[keep]] = coef[keep]
+            return self.log_softmax_backward(grad, self.log_softmax(x, 1), 1)
         scale = g * keep if reduction != "mean" else (g / w.sum()) * keep
         rows = xp.arange(n)
         eps = label_smoothing
@@ -242,6 +267,36 @@ def _target_weights(xp, weight, safe, keep, dtype):
     return w * keep
 
 
+def _half_nll_sums(picked, w, keep):
+    """(the sum of -w * picked, the divisor of a 'mean') over the targets ``keep`` holds,
+    for float16/bfloat16 log-probabilities, as PyTorch's CPU nll_loss adds them: in the
+    dtype, each operation rounded, in a cascade of 8 partial sums (the first level over
+    runs of 16 targets, each level's sum passed up to the next when the target's index
+    has that level's bits clear); the divisor the weights' sum taken alongside, or without
+    weights (``w`` None) the count of targets rounded to the dtype. NumPy's sums in
+    bfloat16 stopped counting at 256: a mean 2.5x too large."""
+    scalar = picked.dtype.type
+    levels, n = 8, len(picked)
+    power = max(4, (max(n - 1, 2)).bit_length() // levels)
+    loss, total = [scalar(0)] * levels, [scalar(0)] * levels
+    for b in range(n):
+        if not keep[b]:
+            continue
+        if w is None:
+            loss[0] = loss[0] - picked[b]
+        else:
+            loss[0] = loss[0] - picked[b] * w[b]
+            total[0] = total[0] + w[b]
+        for j in range(levels - 1):
+            if b & (((1 << power) - 1) << (j * power)):
+                break
+            loss[j + 1], total[j + 1] = loss[j + 1] + loss[j], total[j + 1] + total[j]
+            loss[j], total[j] = scalar(0), scalar(0)
+    return (functools.reduce(operator.add, loss, scalar(0)),
+            scalar(int(keep.sum())) if w is None
+            else functools.reduce(operator.add, total, scalar(0)))
+
+
 def _reduce(xp, losses, reduction, weight_sum):
     if reduction == "none":
         return losses
@@ -312,8 +367,9 @@ def _kept_and_weights(x, target, weight, ignore_index):
 
 
 def nll_loss(logp, target, weight, reduction, ignore_index):
-    _, safe, w = _kept_and_weights(logp, target, weight, ignore_index)
-    losses = -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * w
+    keep, safe, w = _kept_and_weights(logp, target, weight, ignore_index)
+    # an ignored target's loss is 0, not -0
+    losses = _where(keep, -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * w, 0.0)
     if reduction == "none":
         return losses
     if reduction == "sum":

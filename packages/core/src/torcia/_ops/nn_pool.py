@@ -32,7 +32,7 @@ from torcia import _opdef, plugins
 from torcia._dtype import np_floating as _floating
 from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
-from torcia._ops._common import autocast_as, check_tensor, random_floats
+from torcia._ops._common import HALF, autocast_as, check_tensor, low_precision, random_floats
 from torcia._ops.nn_conv import (
     add_tensor_windows,
     array_add_windows,
@@ -225,7 +225,9 @@ class Kernels:
         pads = tuple((p, p + e) for p, e in zip(padding, extra))
         win = array_windows(xp, x, kernel_size, stride, ones, pads)
         win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
-        total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+        # half floats summed in float32 and rounded once, as PyTorch's kernel
+        total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)),
+                        dtype=np.float32 if low_precision(x) else None)
         div = _avg_divisor(xp, x.shape[2:], out_sp, kernel_size, stride, padding,
                            count_include_pad, divisor_override)
         return (total / div).astype(x.dtype, copy=False)
@@ -245,7 +247,7 @@ class Kernels:
                                g.shape[:2] + tuple(kernel_size) + out_sp)
         full = tuple(max(i + 2 * p, (o - 1) * s + k) for i, p, o, s, k in zip(
             input_shape, padding, out_sp, stride, kernel_size))
-        out = array_add_windows(xp, cols, full, stride, ones)
+        out = array_add_windows(xp, cols, full, stride, ones, by_window=True)
         return xp.ascontiguousarray(out[(slice(None), slice(None)) + tuple(
             slice(p, p + i) for p, i in zip(padding, input_shape))])
 
@@ -613,6 +615,10 @@ def _adaptive_avg_pool(nd, input, output_size, fn):
     size = _adaptive_size(output_size, input, nd)
     if any(s < 0 for s in size):
         raise RuntimeError(f"{fn}(): output_size must be non-negative, got {list(size)}")
+    if input.dtype in HALF:
+        # in float32, rounded once, as PyTorch's kernel (each product rounded, half of
+        # the results were a step off)
+        return _adaptive_avg_pool(nd, input.float(), size, fn).to(input.dtype)
     # separable and linear: one small matmul of window sums per spatial dim, then one
     # division by the window's size, as PyTorch divides its sum (multiplying by a fraction
     # per dim rounds an exact half of integers off it)

@@ -29,7 +29,14 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import dim_tuple, first_shape, random_floats, with_size, wrap_dim
+from torcia._ops._common import (
+    broadcast_error,
+    dim_tuple,
+    first_shape,
+    random_floats,
+    with_size,
+    wrap_dim,
+)
 from torcia._ops.complex_numbers import conj
 from torcia._size import Size
 
@@ -671,7 +678,12 @@ def broadcast_tensors(*tensors):
     >>> b.shape
     torcia.Size([2, 3])
     """
-    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    shape = ()
+    for t in tensors:
+        error = broadcast_error(shape, tuple(t.shape))
+        if error is not None:
+            raise error
+        shape = np.broadcast_shapes(shape, tuple(t.shape))
     return tuple(expand(t, shape) for t in tensors)
 
 

@@ -324,17 +324,21 @@ def _norm_backward(grad, x, p, dim, keepdim, result):
     """Gradient of the vector p-norm (p = 0 has none; +-inf goes to the extreme entries)."""
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     r = _restore_dims(result, dim, keepdim, x.ndim)
+    # in PyTorch's order of operations (its rounding, in half floats too); a zero norm
+    # gives a zero gradient, as PyTorch's subgradient choice
     if p == 0:
         return x * 0
     if p == 1:
-        return g * torcia.sgn(x)
+        return torcia.sgn(x) * g
     if p == 2:
-        # NOTE: a zero norm gives a zero gradient, as PyTorch's subgradient choice
-        return g * x / r.masked_fill(r == 0, 1)
+        return g * (x / r).masked_fill(r == 0, 0)
     if math.isinf(p):
         return _extreme_grad(grad, x.abs(), dim, keepdim, result) * torcia.sgn(x)
-    safe = r.masked_fill(r == 0, 1)
-    return g * x * x.abs() ** (p - 2) / safe ** (p - 1)
+    if p < 1:
+        scaled = (torcia.sgn(x) * x.abs() ** (p - 1)).masked_fill(x == 0, 0)
+        return scaled * g * r ** (1 - p)
+    scaled = torcia.sgn(x) * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+    return scaled * (g / r ** (p - 1)).masked_fill(r == 0, 0)
 
 
 # Activation, softmax and norm formulas are written with torcia ops on the input (or the
