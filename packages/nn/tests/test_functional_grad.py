@@ -51,6 +51,8 @@ IDX4 = torcia.tensor([[0, 3], [3, 1]])
 CLASS_W = torcia.tensor([0.5, 2.0, 1.0, 1.5], dtype=torcia.float64)
 
 # (op name, fn, inputs, second order?)
+POS_WEIGHT = r(2, lo=0.5).detach()
+
 CASES = [
     # activations
     ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), [away_from(r(3, 4), [0])], True),
@@ -208,8 +210,9 @@ CASES = [
      True),
     ("binary_cross_entropy", lambda p, t, w: F.binary_cross_entropy(p.sigmoid(), t, w),
      [r(3, 2), r(3, 2), r(3, 2)], True),
-    ("binary_cross_entropy_with_logits", lambda x, t, pw: F.binary_cross_entropy_with_logits(
-        x, t, pos_weight=pw), [r(3, 2), r(3, 2), r(2, lo=0.5)], True),
+    # pos_weight a constant: PyTorch refuses one that requires grad
+    ("binary_cross_entropy_with_logits", lambda x, t: F.binary_cross_entropy_with_logits(
+        x, t, pos_weight=POS_WEIGHT), [r(3, 2), r(3, 2)], True),
     ("kl_div", lambda x, t: F.kl_div(x, t, reduction="batchmean"), [r(3, 2), r(3, 2, lo=0.1)],
      True),
     ("kl_div", lambda x, t: F.kl_div(x, t, log_target=True), [r(3, 2), r(3, 2)], True),
