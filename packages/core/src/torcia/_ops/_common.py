@@ -28,7 +28,6 @@ HALF = (D.float16, D.bfloat16)
 THREADS = [os.cpu_count() or 1]
 
 
-
 def broadcast_error(a_shape, b_shape):
     """PyTorch's error for two shapes that do not broadcast (None where they do): the
     first dim from the right whose sizes differ with neither 1, numbered from the left of
@@ -48,6 +47,7 @@ def broadcast_error(a_shape, b_shape):
             return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
                                 f"({y}) at non-singleton dimension {n - i}")
     return None
+
 
 #: NumPy kinds of :attr:`torcia._opdef.Declaration.refuses`: complex and bool inputs
 COMPLEX, BOOL = "c", "b"

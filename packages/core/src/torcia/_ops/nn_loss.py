@@ -82,9 +82,12 @@ class Kernels:
         picked = xp.take_along_axis(logp, safe[:, None], axis=1)[:, 0]
         w = _target_weights(xp, weight, safe, keep, logp.dtype)
         if reduction != "none" and low_precision(logp) and xp is np:
-            loss, total = _half_nll_sums(picked, None if weight is None else w, keep)
-            with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN
-                return np.asarray(loss / total if reduction == "mean" else loss, logp.dtype)
+            # PyTorch subtracts each term from the sum: a - b is a + (-b), bit for bit
+            loss = _half_cascade_sum(-picked if weight is None else -(picked * w), keep)
+            if reduction == "mean":
+                with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: NaN
+                    loss = loss / _half_divisor(w, keep, weight is not None)
+            return np.asarray(loss, logp.dtype)
         # an ignored target's loss is 0, not -0
         losses = xp.where(keep, -picked * w, 0).astype(logp.dtype, copy=False)
         return _reduce(xp, losses, reduction, w.sum())
@@ -128,9 +131,9 @@ class Kernels:
             if reduction == "none":
                 coef = -w * g
             else:
-                total = _half_nll_sums(w, None if weight is None else w, keep)[1]
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    scale = -(g / total) if reduction == "mean" else -g
+                    scale = -(g / _half_divisor(w, keep, weight is not None)) \
+                        if reduction == "mean" else -g
                 coef = w * scale if weight is not None else xp.broadcast_to(scale, w.shape)
             grad = xp.zeros(x.shape, x.dtype)
             grad[xp.arange(n)[keep], safe[keep]] = coef[keep]
@@ -267,34 +270,32 @@ def _target_weights(xp, weight, safe, keep, dtype):
     return w * keep
 
 
-def _half_nll_sums(picked, w, keep):
-    """(the sum of -w * picked, the divisor of a 'mean') over the targets ``keep`` holds,
-    for float16/bfloat16 log-probabilities, as PyTorch's CPU nll_loss adds them: in the
-    dtype, each operation rounded, in a cascade of 8 partial sums (the first level over
-    runs of 16 targets, each level's sum passed up to the next when the target's index
-    has that level's bits clear); the divisor the weights' sum taken alongside, or without
-    weights (``w`` None) the count of targets rounded to the dtype. NumPy's sums in
-    bfloat16 stopped counting at 256: a mean 2.5x too large."""
-    scalar = picked.dtype.type
-    levels, n = 8, len(picked)
+def _half_cascade_sum(terms, keep):
+    """The sum of the float16/bfloat16 ``terms`` that ``keep`` holds, as PyTorch's CPU
+    nll_loss adds its losses and weights: in the dtype, each addition rounded, in a cascade
+    of 8 partial sums (the first level over runs of 16 targets, each level's sum passed up
+    to the next when the target's index has that level's bits clear). NumPy's sums in
+    bfloat16 stopped counting at 256: a mean loss 2.5x too large."""
+    scalar = terms.dtype.type
+    levels, n = 8, len(terms)
     power = max(4, (max(n - 1, 2)).bit_length() // levels)
-    loss, total = [scalar(0)] * levels, [scalar(0)] * levels
+    partial = [scalar(0)] * levels
     for b in range(n):
         if not keep[b]:
             continue
-        if w is None:
-            loss[0] = loss[0] - picked[b]
-        else:
-            loss[0] = loss[0] - picked[b] * w[b]
-            total[0] = total[0] + w[b]
+        partial[0] = partial[0] + terms[b]
         for j in range(levels - 1):
             if b & (((1 << power) - 1) << (j * power)):
                 break
-            loss[j + 1], total[j + 1] = loss[j + 1] + loss[j], total[j + 1] + total[j]
-            loss[j], total[j] = scalar(0), scalar(0)
-    return (functools.reduce(operator.add, loss, scalar(0)),
-            scalar(int(keep.sum())) if w is None
-            else functools.reduce(operator.add, total, scalar(0)))
+            partial[j + 1], partial[j] = partial[j + 1] + partial[j], scalar(0)
+    return functools.reduce(operator.add, partial, scalar(0))
+
+
+def _half_divisor(w, keep, weighted):
+    """A float16/bfloat16 nll_loss 'mean''s divisor, as PyTorch's kernel takes it: the
+    targets' weights summed by :func:`_half_cascade_sum`, or without weights the count of
+    targets kept, rounded to the dtype."""
+    return _half_cascade_sum(w, keep) if weighted else w.dtype.type(int(keep.sum()))
 
 
 def _reduce(xp, losses, reduction, weight_sum):

@@ -165,23 +165,13 @@ class Kernels:
         or the running ones; ``mean`` and the biased ``var`` are the statistics used."""
         xp = self.xp
         shape = (1, -1) + (1,) * (x.ndim - 2)
-        if low_precision(x):
-            # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel; the
-            # statistics in the dtype they would have had
-            out, mean, var = self.batch_norm(
-                *in_float32(x, weight, bias, running_mean, running_var), training, eps)
-            if training:
-                # PyTorch normalises with the batch's mean and 1/std as it saves them, in
-                # the dtype (in float32 throughout, 40% of float16 results were off)
-                xf, wf, bf = in_float32(x, weight, bias)
-                mf = mean.astype(x.dtype).astype(np.float32)
-                scale = (1 / xp.sqrt(var + eps)).astype(x.dtype).astype(np.float32)
-                out = (xf - mf.reshape(shape)) * (scale if wf is None else scale * wf
-                                                  ).reshape(shape)
-                if bf is not None:
-                    out += bf.reshape(shape)
+        # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel; the
+        # statistics in the dtype they would have had
+        half = x.dtype if low_precision(x) else None
+        if half is not None:
             stat = x.dtype if training else running_mean.dtype
-            return out.astype(x.dtype), mean.astype(stat), var.astype(stat)
+            x, weight, bias, running_mean, running_var = in_float32(
+                x, weight, bias, running_mean, running_var)
         if training:
             axes = (0,) + tuple(range(2, x.ndim))
             mean = x.mean(axis=axes)
@@ -192,12 +182,19 @@ class Kernels:
             mean, var = running_mean.copy(), running_var.copy()
             centred = x - mean.reshape(shape)
         scale = 1 / xp.sqrt(var + eps)
+        if half is not None and training:
+            # PyTorch normalises with the batch's mean and 1/std as it saves them, in the
+            # dtype (in float32 throughout, 40% of float16 results were off)
+            centred = x - mean.astype(half).astype(np.float32).reshape(shape)
+            scale = scale.astype(half).astype(np.float32)
         if weight is not None:
             scale = scale * weight
         out = centred * scale.reshape(shape).astype(x.dtype, copy=False)
         if bias is not None:
             out += bias.reshape(shape)
-        return out, mean, var
+        if half is None:
+            return out, mean, var
+        return out.astype(half), mean.astype(stat), var.astype(stat)
 
     def batch_norm_backward(self, g, x, weight, running_mean, running_var, training, eps):
         """batch_norm_backward(g, x, weight, running_mean, running_var) -> (grad_input,

@@ -367,21 +367,21 @@ class _LogitsCrossEntropy(Function):
         """The gradients with respect to (input, target) given the loss's ``grad``, those
         ``needed`` only."""
         input, target, weight, p = ctx.saved_tensors
-        out = []
-        for i, wanted in enumerate(needed[:2]):
-            if not wanted:
-                out.append(None)
-                continue
-            if i == 0:
-                d = input.sigmoid() - target if p is None else \
-                    (p * target + 1 - target) * input.sigmoid() - p * target
-            else:
-                d = -input if p is None else logsigmoid(-input) - logsigmoid(input) * p
+
+        def scaled(d):
             d = d * grad
             if weight is not None:
                 d = d * weight
-            out.append(d / input.numel() if ctx.reduction == "mean" else d)
-        return out
+            return d / input.numel() if ctx.reduction == "mean" else d
+
+        d_input = d_target = None
+        if needed[0]:
+            d_input = scaled(input.sigmoid() - target if p is None else
+                             (p * target + 1 - target) * input.sigmoid() - p * target)
+        if needed[1]:
+            d_target = scaled(-input if p is None else
+                              logsigmoid(-input) - logsigmoid(input) * p)
+        return d_input, d_target
 
     @staticmethod
     def backward(ctx, grad):
