@@ -209,6 +209,17 @@ def test_composed_ops_match_pytorch(name, dtype):
         assert same(g1, g2, dtype), f"{name} backward: {np.mean(g1 != g2):.2%} differ"
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_glu_refuses_forward_mode_as_pytorch(dtype):
+    messages = []
+    for lib, ad in ((torcia, torcia.autograd.forward_ad), (torch, torch.autograd.forward_ad)):
+        x = lib.ones(2, 4).to(getattr(lib, dtype))
+        with ad.dual_level(), pytest.raises(NotImplementedError) as info:
+            lib.nn.functional.glu(ad.make_dual(x, lib.ones_like(x)))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
 def test_hardswish_gradient_at_the_kinks():
     # PyTorch's: 0 at -3 and the incoming gradient at 3, in every dtype
     for dtype in (torcia.float32, torcia.float64, torcia.float16, torcia.bfloat16):

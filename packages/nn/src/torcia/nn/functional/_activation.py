@@ -104,7 +104,7 @@ def softshrink(input, lambd=0.5):
     >>> F.softshrink(torcia.tensor([-1.0, 0.2, 0.75]))
     tensor([-0.5000,  0.0000,  0.2500])
     """
-    name = input.type().rsplit(".", 1)[1].removesuffix("Tensor")  # PyTorch's name: 'Float'
+    name = _type_name(input)
     if not input.is_floating_point():
         raise NotImplementedError(f"\"softshrink_check\" not implemented for '{name}'")
     top = torcia.finfo(input.dtype).max
@@ -114,6 +114,11 @@ def softshrink(input, lambd=0.5):
     # NaN is no nearer 0 than lambd, so it passes through: input - lambd * sign(nan) is NaN
     return torcia.where(input.abs() <= lambd, torcia.zeros_like(input),
                         input - lambd * input.sign())
+
+
+def _type_name(t) -> str:
+    """PyTorch's name of ``t``'s scalar type in its kernels' errors: 'Float', 'Half'..."""
+    return t.type().rsplit(".", 1)[1].removesuffix("Tensor")
 
 
 def glu(input, dim=-1):
@@ -145,6 +150,7 @@ class _HalfGlu(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
+        ctx.save_for_forward(a, b)
         return (a.float() * b.float().sigmoid()).to(a.dtype)
 
     @staticmethod
@@ -153,6 +159,12 @@ class _HalfGlu(Function):
         s = b.sigmoid().float()
         g = grad.float()
         return (s * g).to(grad.dtype), ((1 - s) * s * a.float() * g).to(grad.dtype)
+
+    @staticmethod
+    def jvp(ctx, t_a, t_b):
+        # PyTorch has no forward-mode glu for half floats either
+        raise NotImplementedError(
+            f"\"glu_jvp_cpu\" not implemented for '{_type_name(ctx.saved_tensors[0])}'")
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
