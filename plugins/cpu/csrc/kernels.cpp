@@ -40,6 +40,7 @@ void define_norm(pybind11::module_& m);
 void define_blas(pybind11::module_& m);
 void define_lstm(pybind11::module_& m);
 void define_quant(pybind11::module_& m);
+void define_memory(pybind11::module_& m);
 
 namespace py = pybind11;
 using std::int64_t;
@@ -1391,6 +1392,7 @@ PYBIND11_MODULE(_native, m) {
   define_blas(m);
   define_lstm(m);
   define_quant(m);
+  define_memory(m);
 #ifdef _OPENMP
   m.attr("openmp") = true;
 #else

@@ -44,9 +44,10 @@ def test_policy_waits_for_the_first_kernel_call(registered):
     assert out == ["False", "True"]
 
 
-def test_policy_opt_out_leaves_blas_and_malloc_alone(registered):
+def test_policy_opt_out_leaves_blas_malloc_and_numpy_alone(registered):
     code = ("import torcia, torcia_cpu._memory as m, torcia_cpu._blas as b; "
             "calls = []; m.keep_freed_memory = lambda *a: calls.append('malloc'); "
+            "m.align_arrays = lambda: calls.append('numpy'); "
             "b.set_threads = lambda n: calls.append('blas'); "
             "torcia.ones(2, 2) @ torcia.ones(2, 2); print(calls)")
     env = dict(os.environ, TORCIA_CPU_KEEP_DEFAULTS="1")
@@ -56,7 +57,7 @@ def test_policy_opt_out_leaves_blas_and_malloc_alone(registered):
     del env["TORCIA_CPU_KEEP_DEFAULTS"]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env).stdout.strip()
-    assert out == "['blas', 'malloc']"
+    assert out == "['blas', 'malloc', 'numpy']"
 
 
 def test_gradients_through_native_kernels_pass_gradcheck():

@@ -4,7 +4,8 @@ core's NumPy kernels in place.
 
 The plugin's process-wide settings (:func:`apply_policy`) are made when one of its kernels
 first runs, not when the plugin is discovered: ``python -m torcia plugins`` changes
-nothing. Setting ``TORCIA_CPU_KEEP_DEFAULTS=1`` leaves BLAS threads and malloc alone.
+nothing. Setting ``TORCIA_CPU_KEEP_DEFAULTS=1`` leaves BLAS threads, malloc and NumPy's
+allocator alone.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ def policy_applied() -> bool:
 
 def apply_policy() -> None:
     """Choose the BLAS library of the extension's products (``_provider``) and the
-    convolution algorithm (``TORCIA_CPU_WINOGRAD``), then follow
-    torcia's thread count, start products on one BLAS thread and keep freed memory mapped
-    (each explained in ``_blas`` and ``_memory``), unless ``TORCIA_CPU_KEEP_DEFAULTS`` is
-    set to a non-empty value other than ``0``."""
+    convolution algorithm (``TORCIA_CPU_WINOGRAD``), then follow torcia's thread count,
+    start products on one BLAS thread, keep freed memory mapped and start large arrays on a
+    page (each explained in ``_blas`` and ``_memory``), unless ``TORCIA_CPU_KEEP_DEFAULTS``
+    is set to a non-empty value other than ``0``."""
     _provider.choose()
     # 3x3 convolutions of stride 1 by Winograd's algorithm (csrc/winograd.h) unless turned
     # off: its results differ from im2col's in the last bits
@@ -49,6 +50,7 @@ def apply_policy() -> None:
         return
     _blas.set_threads(1)
     _memory.keep_freed_memory()
+    _memory.align_arrays()
 
 
 @hookimpl
