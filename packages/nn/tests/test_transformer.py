@@ -184,3 +184,52 @@ def test_batch_first_attention_parity_with_pytorch(case):
         q = dict(theirs.named_parameters())[name]
         np.testing.assert_allclose(_np(p.grad), q.grad.numpy(), rtol=1e-3, atol=1e-5,
                                    err_msg=name)
+
+
+_CAUSAL = np.triu(np.ones((5, 5), bool), 1)
+_PADDED = np.array([[False] * 5, [False] * 3 + [True] * 2, [True] * 5])  # a row all padding
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("masks", [
+    {}, {"attn_mask": _CAUSAL, "is_causal": True},
+    {"attn_mask": _CAUSAL, "is_causal": True, "key_padding_mask": _PADDED},
+    {"key_padding_mask": _PADDED}, {"attn_mask": _CAUSAL},
+    {"attn_mask": np.random.default_rng(3).standard_normal((6, 5, 5)).astype(np.float32)},
+], ids=["none", "causal", "causal-padding", "padding", "bool-mask", "float-3d-mask"])
+def test_attention_without_weights_runs_pytorch_s_fused_path(masks, need_weights):
+    """need_weights=False is one scaled_dot_product_attention, as in PyTorch (the causal
+    hint replaces the mask unless a padding mask joins it): the same values, gradients and
+    the zero output of a query that may attend to nothing."""
+    torch = pytest.importorskip("torch")
+    ours, theirs = (lib.nn.MultiheadAttention(8, 2, batch_first=True) for lib in (torcia, torch))
+    _twin(torch, ours, theirs)
+    x = np.random.default_rng(4).standard_normal((3, 5, 8)).astype(np.float32)
+    results = []
+    for lib, module in ((torcia, ours), (torch, theirs)):
+        q = lib.tensor(x, requires_grad=True)
+        kw = {k: lib.tensor(v) if isinstance(v, np.ndarray) else v for k, v in masks.items()}
+        out, w = module(q, q, q, need_weights=need_weights, **kw)
+        assert (w is None) == (not need_weights)
+        out.sum().backward()
+        results.append((out, q.grad))
+    for ours_t, theirs_t in zip(*results):
+        np.testing.assert_allclose(_np(ours_t), theirs_t.detach().numpy(), rtol=1e-4,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("mask_shape, message", [
+    ((1, 5, 5), r"The shape of the 3D attn_mask is .*Size\(\[1, 5, 5\]\), but should be "
+                r"\(6, 5, 5\)\."),
+    ((5, 4), r"The shape of the 2D attn_mask is .*Size\(\[5, 4\]\), but should be \(5, 5\)\."),
+    ((1, 1, 5, 5), "For batched \\(3-D\\) `query`, expected `attn_mask` to be `None`, 2-D or "
+                   "3-D but found 4-D tensor instead"),
+])
+def test_attention_refuses_a_mask_of_the_wrong_shape_as_pytorch(mask_shape, message):
+    torch = pytest.importorskip("torch")
+    error = AssertionError if len(mask_shape) == 4 else RuntimeError
+    for lib in (torcia, torch):
+        module = lib.nn.MultiheadAttention(8, 2, batch_first=True)
+        x = lib.zeros(3, 5, 8)
+        with pytest.raises(error, match=message):
+            module(x, x, x, attn_mask=lib.zeros(mask_shape))

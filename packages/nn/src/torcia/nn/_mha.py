@@ -93,13 +93,17 @@ def _attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
     """:func:`multi_head_attention_forward` on batch-first inputs, query (N, L, E) and
     key/value (N, S, E), or unbatched (L, E), (S, E); returns the output (N, L, E) (or
     (L, E)) and the weights. ``self_attention``: query, key and value are one tensor."""
-    from torcia.nn.functional import dropout, linear, pad, softmax
+    from torcia.nn.functional import dropout, linear, pad, scaled_dot_product_attention, softmax
 
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "
                            "create this mask.")
     batched = query.ndim == 3
+    if attn_mask is not None and attn_mask.ndim not in (2, 3):
+        kind = "batched (3-D)" if batched else "unbatched (2-D)"
+        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or "
+                             f"3-D but found {attn_mask.ndim}-D tensor instead")
     if not batched:
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
         if key_padding_mask is not None:
@@ -139,24 +143,39 @@ def _attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
     s = k.shape[2]
-    # the queries scaled, as PyTorch's: (L, head_dim) elements a head, not (L, S)
-    scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)  # (N, heads, L, S)
-    mask = _additive(attn_mask, scores.dtype, "attn_mask")
+    mask = _additive(attn_mask, q.dtype, "attn_mask")
     if mask is not None:
-        if mask.ndim == 3:  # (N * heads, L, S)
+        expected = (lq, s) if mask.ndim == 2 else (n * h, lq, s)
+        if tuple(mask.shape) != expected:
+            raise RuntimeError(f"The shape of the {mask.ndim}D attn_mask is {mask.shape}, but "
+                               f"should be {expected}.")
+        if mask.ndim == 3:
             mask = mask.reshape(n, h, lq, s)
-        scores = scores + mask
-    padding = _additive(key_padding_mask, scores.dtype, "key_padding_mask")
+    padding = _additive(key_padding_mask, q.dtype, "key_padding_mask")
     if padding is not None:
         if tuple(padding.shape) != (n, s):
             raise AssertionError(f"expecting key_padding_mask shape of {(n, s)}, but got "
                                  f"{tuple(padding.shape)}")
-        scores = scores + padding.reshape(n, 1, 1, s)
-    weights = softmax(scores, dim=-1)
-    if dropout_p and training:
-        weights = dropout(weights, dropout_p, training=True)
-    out = (weights @ v).transpose(1, 2).reshape(n, lq, e)
-    out = linear(out, out_proj_weight, out_proj_bias)
+        padding = padding.reshape(n, 1, 1, s)
+        mask = padding if mask is None else mask + padding
+    if need_weights:
+        # the queries scaled, as PyTorch's: (L, head_dim) elements a head, not (L, S)
+        scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)  # (N, heads, L, S)
+        if mask is not None:
+            scores = scores + mask
+        weights = softmax(scores, dim=-1)
+        if dropout_p and training:
+            weights = dropout(weights, dropout_p, training=True)
+        out = weights @ v
+    else:
+        # PyTorch's path without weights: one scaled_dot_product_attention (torcia's flash
+        # attention, which never holds the scores); the causal hint stands for the mask
+        # where no padding mask joins it
+        causal = is_causal and key_padding_mask is None
+        weights = None
+        out = scaled_dot_product_attention(q, k, v, None if causal else mask,
+                                           dropout_p if training else 0.0, causal)
+    out = linear(out.transpose(1, 2).reshape(n, lq, e), out_proj_weight, out_proj_bias)
     if not batched:
         out = out.squeeze(0)
     if not need_weights:
