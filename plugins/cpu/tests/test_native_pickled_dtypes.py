@@ -26,7 +26,8 @@ from torcia import nn
 # entry points that take no arrays (settings and queries)
 SETTINGS = {"blas_name", "get_num_threads", "set_num_threads", "set_blas_threads", "set_crowded",
             "set_winograd", "winograd", "openmp", "use_mkl", "ELEMENTWISE_GRAIN",
-            "has_int8_gemm", "has_int8_conv", "int8_library", "use_onednn"}
+            "has_int8_gemm", "has_int8_conv", "int8_library", "use_onednn",
+            "use_page_aligned_arrays"}
 # the int8 products run only where an integer GEMM (oneDNN or MKL) was loaded
 INT8_GEMM = {"int8_linear", "qconv2d", "quantize_rows"}
 ENTRY_POINTS = sorted(n for n in dir(_native) if not n.startswith("_") and n not in SETTINGS)
