@@ -97,6 +97,29 @@ def test_embedding_lstm_and_attention(tmp_path):
     _check(Text(), (ids,), tmp_path / "text.onnx", dynamic=False, atol=1e-4)
 
 
+@pytest.mark.parametrize("masks", ["none", "causal", "padding", "bool", "float"])
+def test_attention_without_weights_exports_its_fused_op(tmp_path, masks):
+    """MultiheadAttention(need_weights=False) runs one flash_attention op: its ONNX graph is
+    the attention's math, with each kind of mask, and zeros for a sample all padding."""
+    torcia.manual_seed(2)
+    causal = torcia.ones(5, 5, dtype=torcia.bool).triu(1)
+    padding = torcia.tensor([[False] * 5, [False] * 3 + [True] * 2, [True] * 5])
+    kw = {"none": {}, "causal": {"attn_mask": causal, "is_causal": True},
+          "padding": {"key_padding_mask": padding}, "bool": {"attn_mask": causal},
+          "float": {"attn_mask": torcia.randn(5, 5)}}[masks]
+
+    class Attend(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.mha(x, x, x, need_weights=False, **kw)[0]
+
+    _check(Attend(), (torcia.randn(3, 5, 8),), tmp_path / "attend.onnx", dynamic=False,
+           atol=1e-5)
+
+
 def test_vision_models(tmp_path):
     models = pytest.importorskip("torcia.vision.models")
     for name in ("resnet18", "mobilenet_v2"):

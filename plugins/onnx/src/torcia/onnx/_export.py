@@ -550,6 +550,33 @@ def _softmax(g, op, args, p, out):
                   axis=p["dim"])
 
 
+@converts("flash_attention")
+def _flash_attention(g, op, args, p, out):
+    """scaled_dot_product_attention's fused op (what MultiheadAttention without weights
+    runs) as its math: softmax(q k^T scale + mask) v, a query that may attend to no key
+    given zero weights, as torcia's and PyTorch's attention give it."""
+    q, k, v, mask = args
+    if k.shape[:-2] != q.shape[:-2]:
+        raise UnsupportedOperatorError("flash_attention with grouped query heads")
+    perm = list(range(k.ndim))
+    perm[-2:] = perm[-1], perm[-2]
+    scores = g.node("MatMul", [g.value(q), g.node("Transpose", [g.value(k)], perm=perm)])
+    scores = g.node("Mul", [scores, g.value(p["scale"], q)])
+    if p["is_causal"]:
+        allowed = np.tril(np.ones((q.shape[-2], k.shape[-2]), bool))
+        scores = g.node("Add", [scores, g.const(np.where(allowed, 0, -np.inf), q.dtype)])
+    elif mask is not None and mask.dtype == np.bool_:
+        scores = g.node("Where", [g.value(mask), scores, g.value(-np.inf, q)])
+    elif mask is not None:
+        scores = g.node("Add", [scores, g.value(mask)])
+    weights = g.node("Softmax", [scores], axis=-1)
+    if p["is_causal"] or mask is not None:
+        blocked = g.node("Equal", [_reduce(g, "ReduceMax", scores, [-1], True),
+                                   g.value(-np.inf, q)])
+        weights = g.node("Where", [blocked, g.value(0.0, q), weights])
+    return [g.node("MatMul", [weights, g.value(v)])]
+
+
 # ----- layers -------------------------------------------------------------------------
 
 
