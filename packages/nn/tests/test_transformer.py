@@ -233,3 +233,14 @@ def test_attention_refuses_a_mask_of_the_wrong_shape_as_pytorch(mask_shape, mess
         x = lib.zeros(3, 5, 8)
         with pytest.raises(error, match=message):
             module(x, x, x, attn_mask=lib.zeros(mask_shape))
+
+
+def test_the_causal_hint_without_weights_stands_for_the_mask_as_pytorch():
+    # PyTorch neither builds nor checks attn_mask there: a mask of another shape passes
+    torch = pytest.importorskip("torch")
+    for lib in (torcia, torch):
+        module = lib.nn.MultiheadAttention(8, 2, batch_first=True)
+        x = lib.zeros(3, 5, 8)
+        out, w = module(x, x, x, attn_mask=lib.zeros(4, 4, dtype=lib.bool), is_causal=True,
+                        need_weights=False)
+        assert tuple(out.shape) == (3, 5, 8) and w is None

@@ -42,6 +42,7 @@ constexpr size_t kPage = 4096;
 // below this a block is not worth a page of padding: at most 1/16 of it is wasted
 constexpr size_t kPageFrom = 64 << 10;
 constexpr size_t kHugeFrom = 4 << 20;
+static_assert(kHugeFrom >= kPageFrom, "blocks advised into huge pages start on a page");
 bool advise_huge = false;
 
 size_t padding(size_t size) { return sizeof(Header) + (size >= kPageFrom ? kPage : 0); }
@@ -55,11 +56,8 @@ void* place(void* raw, size_t size) {
   void* block = reinterpret_cast<void*>(at);
   *header_of(block) = Header{raw, size};
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (advise_huge && size >= kHugeFrom) {
-    // the first whole page onwards: madvise wants a page-aligned start
-    const uintptr_t start = (at + kPage - 1) & ~uintptr_t(kPage - 1);
-    madvise(reinterpret_cast<void*>(start), size - (start - at), MADV_HUGEPAGE);
-  }
+  // a block this large starts on a page, as madvise wants
+  if (advise_huge && size >= kHugeFrom) madvise(block, size, MADV_HUGEPAGE);
 #endif
   return block;
 }

@@ -104,6 +104,11 @@ def _attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
         kind = "batched (3-D)" if batched else "unbatched (2-D)"
         raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or "
                              f"3-D but found {attn_mask.ndim}-D tensor instead")
+    # without weights the causal hint stands for the mask, unless a padding mask joins it:
+    # PyTorch then neither builds nor checks the mask
+    causal = is_causal and key_padding_mask is None and not need_weights
+    if causal:
+        attn_mask = None
     if not batched:
         query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
         if key_padding_mask is not None:
@@ -169,12 +174,10 @@ def _attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
         out = weights @ v
     else:
         # PyTorch's path without weights: one scaled_dot_product_attention (torcia's flash
-        # attention, which never holds the scores); the causal hint stands for the mask
-        # where no padding mask joins it
-        causal = is_causal and key_padding_mask is None
+        # attention, which never holds the scores)
         weights = None
-        out = scaled_dot_product_attention(q, k, v, None if causal else mask,
-                                           dropout_p if training else 0.0, causal)
+        out = scaled_dot_product_attention(q, k, v, mask, dropout_p if training else 0.0,
+                                           causal)
     out = linear(out.transpose(1, 2).reshape(n, lq, e), out_proj_weight, out_proj_bias)
     if not batched:
         out = out.squeeze(0)
