@@ -982,10 +982,10 @@ py::tuple lstm_cell_backward(carray<T> gh, carray<T> gc, carray<T> act, carray<T
 template <typename T>
 static TORCIA_INLINE T exp_shifted_row(const T* __restrict__ x, T* __restrict__ out,
                                        int64_t n, T* max_out) {
-  const T m = max8(x, n, -std::numeric_limits<T>::infinity());
+  const T m = max_lanes(x, n, -std::numeric_limits<T>::infinity());
   for (int64_t k = 0; k < n; ++k) out[k] = exp_approx(x[k] - m);
   *max_out = m;
-  return sum8(out, n);
+  return sum_lanes(out, n);
 }
 
 // One row of softmax (log = false) or log_softmax (log = true), all its passes compiled
@@ -1101,11 +1101,11 @@ TORCIA_CLONES_WIDE static void softmax_backward_row(const T* __restrict__ gi,
                                                     const T* __restrict__ yi,
                                                     T* __restrict__ oi, int64_t n, bool log) {
   if (log) {
-    const T s = sum8(gi, n);
+    const T s = sum_lanes(gi, n);
     for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] - exp_approx(yi[k]) * s;
   } else {
     for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] * yi[k];
-    const T s = sum8(oi, n);
+    const T s = sum_lanes(oi, n);
     for (int64_t k = 0; k < n; ++k) oi[k] -= yi[k] * s;
   }
 }

@@ -248,6 +248,30 @@ def test_softmax_of_masked_and_nan_rows():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("width", [7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000])
+def test_softmax_rows_across_vector_widths_and_special_values(dtype, width):
+    # the row maxima and sums run in 64-byte vectors with a scalar tail: rows shorter than,
+    # as long as and longer than one or two vectors, with the special value in the vector
+    # part or in the tail
+    x = _rand((8, width), dtype) * 10
+    x[1, -1] = np.nan
+    x[2, 0] = np.nan
+    x[3, :] = -np.inf
+    x[4, width // 2:] = -np.inf
+    x[5, -1] = np.inf
+    x[6, 0] = np.inf
+    x[7, -1] = 80  # the maximum in the tail
+    g = _rand((8, width), dtype)
+    for op in ("softmax", "log_softmax"):
+        y = getattr(REF, op)(x, 1)
+        np.testing.assert_array_equal(np.isnan(getattr(NAT, op)(x, 1)), np.isnan(y))
+        _same(getattr(NAT, op)(x, 1), y, dtype)
+        finite = np.isfinite(y).all(axis=1)
+        _same(getattr(NAT, op + "_backward")(g[finite], y[finite], 1),
+              getattr(REF, op + "_backward")(g[finite], y[finite], 1), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("reduction, smoothing", [("mean", 0.0), ("mean", 0.1), ("sum", 0.2),
                                                   ("none", 0.0)])
@@ -377,7 +401,7 @@ def _pytorch():
 
 @pytest.mark.parametrize("mkn", [(5, 7, 3), (16, 32, 8), (64, 64, 64), (33, 100, 17),
                                  (128, 256, 64)], ids=str)
-def test_addmm_and_baddbmm_with_alpha_and_beta_give_pytorchs_bits_on_mkl(mkn):
+def test_addmm_and_baddbmm_with_alpha_and_beta_give_pytorchs_bits_on_mkl(mkn, registered):
     # PyTorch copies the input into the result and hands alpha and beta to one GEMM, which
     # scales inside its kernel: on the same library and one thread, its bits
     torch = _pytorch()
